@@ -1,0 +1,52 @@
+# The single front door. Every target sets up what it needs by itself.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: help setup up down status test test-unit lint typecheck demo bench-ingest schemas clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+setup: $(STAMP) ## create the virtual environment with the project and its dev tools
+
+up: $(STAMP) ## start the local stack (Kafka in KRaft mode, Redis); idempotent
+	$(PY) -m jobs.localstack up
+
+down: $(STAMP) ## stop the local stack, leaving no process behind
+	$(PY) -m jobs.localstack down
+
+status: $(STAMP) ## show what the local stack runs and whether it is healthy
+	$(PY) -m jobs.localstack status
+
+lint: $(STAMP) ## ruff and mypy
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy schemas jobs inference tests
+
+test: $(STAMP) ## the whole suite: lint, unit tests and integration tests on the real stack
+	$(MAKE) lint
+	$(PY) -m pytest
+
+test-unit: $(STAMP) ## unit tests only (no services)
+	$(PY) -m pytest -m "not integration"
+
+schemas: $(STAMP) ## regenerate schemas/json from the Python record types
+	$(PY) -m schemas.export
+
+demo: $(STAMP) ## bring the stack up, replay the Taobao stream, check counts in = counts out
+	$(PY) -m jobs.demo
+
+bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw confluent-kafka
+	$(PY) -m tests.benchmarks.ingest
+
+clean: down ## stop the stack and remove its data (downloads stay cached)
+	rm -rf .stack

@@ -1,0 +1,5 @@
+import sys
+
+from jobs.localstack.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Replay a real dataset into Kafka, fast or paced by the events' own clock."""

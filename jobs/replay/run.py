@@ -1,0 +1,93 @@
+"""One replay run: read a dataset, pace it, produce events and derived requests."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobs.datasets import RowAudit, read_dataset
+from jobs.replay.pacing import Pacer
+from jobs.replay.producer import DeliveryStats, KeyedProducer, user_key
+from jobs.replay.timeshift import TimeShift
+from jobs.replay.triggers import TriggerSampler
+from schemas.codec import event_codec, request_codec, wall_clock_ms
+from schemas.kafka import KafkaSettings
+from schemas.records import BehaviorEvent
+from schemas.topics import REC_REQUESTS, USER_BEHAVIOR
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    dataset: str = "taobao"
+    path: Path | None = None
+    topic: str = USER_BEHAVIOR
+    request_topic: str = REC_REQUESTS
+    speed: float = 0.0
+    request_rate: float = 0.0
+    request_k: int = 20
+    seed: int = 7
+    limit: int | None = None
+    sort_by_time: bool = False
+    rebase_time: bool = False
+
+
+@dataclass
+class ReplaySummary:
+    events: int = 0
+    requests: int = 0
+    elapsed_s: float = 0.0
+    audit: RowAudit = field(default_factory=RowAudit)
+    delivery: DeliveryStats = field(default_factory=DeliveryStats)
+
+    @property
+    def events_per_s(self) -> float:
+        return self.events / self.elapsed_s if self.elapsed_s else 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.delivery.failed == 0 and self.delivery.pending == 0
+
+
+def replay_events(options: ReplayOptions, audit: RowAudit) -> Iterator[BehaviorEvent]:
+    """The events to send, in sending order, before pacing."""
+
+    events: Iterable[BehaviorEvent] = read_dataset(options.dataset, options.path, audit)
+    if options.sort_by_time:
+        events = sorted(events, key=lambda e: e.ts)
+    events = itertools.islice(events, options.limit)
+    if options.rebase_time:
+        shift = TimeShift(start_ms=wall_clock_ms())
+        return (shift.apply(event) for event in events)
+    return events
+
+
+def run_replay(
+    options: ReplayOptions,
+    settings: KafkaSettings,
+    on_progress: Callable[[int], object] = lambda _n: None,
+) -> ReplaySummary:
+    """Produce the dataset; ``on_progress`` gets the number of events sent since its last call."""
+    summary = ReplaySummary()
+    producer = KeyedProducer(settings)
+    events_out, requests_out = event_codec(), request_codec()
+    pacer = Pacer(options.speed)
+    sampler = TriggerSampler(options.request_rate, k=options.request_k, seed=options.seed)
+    started = time.perf_counter()
+    for event in replay_events(options, summary.audit):
+        pacer.wait_for(event.ts)
+        key = user_key(event.user_id)
+        producer.send(options.topic, key, events_out.encode(event))
+        summary.events += 1
+        request = sampler.after(event)
+        if request is not None:
+            producer.send(options.request_topic, key, requests_out.encode(request))
+            summary.requests += 1
+        if summary.events % 1000 == 0:
+            on_progress(1000)
+    on_progress(summary.events % 1000)
+    summary.delivery = producer.flush()
+    summary.elapsed_s = time.perf_counter() - started
+    return summary

@@ -1,0 +1,75 @@
+"""The consume loop every stage shares: decode, dead-letter the bad, commit after output.
+
+``poll_batch`` returns only valid records; invalid ones are already on their
+way to ``<topic>.dlq``. ``commit`` first waits until those dead letters are
+durable, then commits the offsets, so a crash replays rather than loses. The
+caller produces and flushes its own output before calling ``commit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Generic, TypeVar
+
+import msgspec
+from confluent_kafka import Consumer, KafkaException, Producer
+
+from schemas.codec import RecordCodec
+from schemas.deadletter import DeadLetterPublisher, DeadLetterRouter
+from schemas.kafka import DEAD_LETTER_MAX_BYTES, KafkaSettings
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    "enable.auto.commit": False,
+    "auto.offset.reset": "earliest",
+    # Cooperative rebalancing keeps the other partitions flowing while one moves.
+    "partition.assignment.strategy": "cooperative-sticky",
+}
+
+
+class RecordConsumer(Generic[T]):
+    """A Kafka consumer of one record type with dead-lettering and at-least-once commits."""
+
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        topics: Sequence[str],
+        group_id: str,
+        codec: RecordCodec[T],
+        **overrides: Any,
+    ) -> None:
+        config = settings.client_config(**CONSUMER_DEFAULTS)
+        config.update({"group.id": group_id, **overrides})
+        self._consumer = Consumer(config)
+        self._consumer.subscribe(list(topics))
+        producer = Producer(settings.client_config(**{"message.max.bytes": DEAD_LETTER_MAX_BYTES}))
+        self.dead_letters = DeadLetterPublisher(producer, consumer_name=group_id)
+        self._router = DeadLetterRouter(codec, self.dead_letters)
+        self._uncommitted = False
+
+    def poll_batch(self, max_records: int = 500, timeout_s: float = 0.5) -> list[tuple[Any, T]]:
+        """Up to ``max_records`` valid records as ``(message, record)`` pairs, in offset order."""
+        batch = []
+        for message in self._consumer.consume(max_records, timeout=timeout_s):
+            error = message.error()
+            if error is not None:
+                if error.fatal():
+                    raise KafkaException(error)
+                continue  # transient (a broker moving): librdkafka retries by itself
+            self._uncommitted = True
+            record = self._router.decode(message)
+            if record is not None:
+                batch.append((message, record))
+        return batch
+
+    def commit(self) -> None:
+        """Make dead letters durable, then commit what has been consumed."""
+        if not self._uncommitted:
+            return
+        self.dead_letters.flush()
+        self._consumer.commit(asynchronous=False)
+        self._uncommitted = False
+
+    def close(self) -> None:
+        self._consumer.close()

@@ -1,0 +1,133 @@
+"""Kafka connection settings and topic set-up shared by every process.
+
+Every process reads the same variables, so pointing the whole pipeline at an
+existing cluster is one export: ``STREAMREC_KAFKA_BOOTSTRAP_SERVERS`` plus, for
+secured clusters, librdkafka properties in ``STREAMREC_KAFKA_CONFIG``
+(``security.protocol=SASL_SSL,sasl.mechanism=PLAIN,...``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+ENV_PREFIX = "STREAMREC_"
+DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
+# Dead letters carry the original bytes base64-encoded: a third bigger than the
+# largest record the source topic accepts.
+DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
+_SECRET_MARKERS = ("password", "secret", "key")
+
+
+@dataclass(frozen=True)
+class KafkaSettings:
+    """Where the brokers are and how to talk to them."""
+
+    bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> KafkaSettings:
+        env = os.environ if environ is None else environ
+        return cls(
+            bootstrap_servers=env.get(
+                ENV_PREFIX + "KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP_SERVERS
+            ),
+            extra=parse_properties(env.get(ENV_PREFIX + "KAFKA_CONFIG", "")),
+        )
+
+    def client_config(self, **overrides: Any) -> dict[str, Any]:
+        """librdkafka configuration: bootstrap, the extra properties, then ``overrides``."""
+        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers, **self.extra}
+        config.update({key.replace("_", "."): value for key, value in overrides.items()})
+        return config
+
+    def describe(self) -> str:
+        """A loggable summary with secrets masked."""
+        shown = {
+            key: "***" if any(marker in key for marker in _SECRET_MARKERS) else value
+            for key, value in self.extra.items()
+        }
+        return f"bootstrap.servers={self.bootstrap_servers} extra={shown}"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """``a=1,b=2`` to ``{"a": "1", "b": "2"}``; refuses entries without ``=``."""
+    properties: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = entry.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"Kafka property {entry!r} is not of the form name=value")
+        properties[name.strip()] = value.strip()
+    return properties
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+def dead_letter_spec(name: str) -> TopicSpec:
+    return TopicSpec(name, partitions=1, config={"max.message.bytes": str(DEAD_LETTER_MAX_BYTES)})
+
+
+def ensure_topics(
+    settings: KafkaSettings, specs: Iterable[TopicSpec], timeout_s: float = 30.0
+) -> list[str]:
+    """Create the topics that do not exist yet; return the names created.
+
+    Existing topics are left as they are: changing partition counts under a
+    running pipeline would break per-user ordering.
+    """
+    admin = AdminClient(settings.client_config())
+    existing = set(admin.list_topics(timeout=timeout_s).topics)
+    wanted = [
+        NewTopic(spec.name, num_partitions=spec.partitions, config=dict(spec.config))
+        for spec in specs
+        if spec.name not in existing
+    ]
+    if not wanted:
+        return []
+    created = []
+    for name, future in admin.create_topics(wanted, operation_timeout=timeout_s).items():
+        try:
+            future.result(timeout=timeout_s)
+            created.append(name)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    _wait_for_leaders(admin, created, timeout_s)
+    return created
+
+
+def _wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:
+    """Block until every partition of ``topics`` has a leader.
+
+    Creation returns before leaders are elected; reading offsets or producing in
+    that gap fails with NOT_LEADER_FOR_PARTITION.
+    """
+    deadline = time.monotonic() + timeout_s
+    while topics:
+        metadata = admin.list_topics(timeout=timeout_s).topics
+        topics = [name for name in topics if not _has_leaders(metadata.get(name))]
+        if topics and time.monotonic() > deadline:
+            raise TimeoutError(f"no partition leaders for {topics} after {timeout_s} s")
+        if topics:
+            time.sleep(0.1)
+
+
+def _has_leaders(topic: Any) -> bool:
+    return (
+        topic is not None
+        and topic.error is None
+        and bool(topic.partitions)
+        and all(part.leader >= 0 for part in topic.partitions.values())
+    )

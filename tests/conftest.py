@@ -1,0 +1,78 @@
+"""Session fixtures: the real local stack (or an existing one), and unique topics per test.
+
+Set ``STREAMREC_TEST_KAFKA_BOOTSTRAP_SERVERS`` (and ``STREAMREC_TEST_REDIS_URL``)
+to run the integration tests against a stack that is already up; otherwise the
+fixture starts Kafka and Redis on free ports in a temporary home and stops them
+at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jobs.localstack import Stack, StackSettings
+from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    kafka_bootstrap: str
+    redis_url: str
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
+    external = os.environ.get("STREAMREC_TEST_KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        yield Endpoints(external, os.environ.get("STREAMREC_TEST_REDIS_URL", ""))
+        return
+    settings = StackSettings(
+        home=tmp_path_factory.mktemp("stack"),
+        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+        kafka_port=free_port(),
+        kafka_controller_port=free_port(),
+        redis_port=free_port(),
+    )
+    local = Stack(settings)
+    local.up()
+    try:
+        yield Endpoints(settings.kafka_bootstrap, settings.redis_url)
+    finally:
+        local.down()
+
+
+@pytest.fixture(scope="session")
+def kafka(stack: Endpoints) -> KafkaSettings:
+    return KafkaSettings(stack.kafka_bootstrap)
+
+
+TopicFactory = Callable[..., str]
+
+
+@pytest.fixture
+def topic_factory(kafka: KafkaSettings, request: pytest.FixtureRequest) -> TopicFactory:
+    """Creates a topic with a name unique to this test; returns the name."""
+
+    def create(partitions: int = 1, suffix: str = "") -> str:
+        stem = request.node.name.replace("[", "-").replace("]", "")[:60]
+        name = f"t-{stem}-{uuid.uuid4().hex[:8]}{suffix}"
+        ensure_topics(kafka, [TopicSpec(name, partitions)])
+        return name
+
+    return create

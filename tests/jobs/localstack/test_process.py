@@ -1,0 +1,82 @@
+"""The pid guard and process-group shutdown, on plain `sh`/`sleep` processes (no services)."""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jobs.localstack import process
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Iterator[str]:
+    yield f"{tmp_path}/svc/"
+
+
+def _spawn_sh(script: str, marker: str, tmp_path: Path) -> int:
+    # The marker rides along as $0 of the shell, so it shows in /proc/<pid>/cmdline.
+    argv = ["/bin/sh", "-c", script, marker]
+    return process.spawn(argv, tmp_path / "svc" / "out.log", tmp_path / "svc" / "svc.pid")
+
+
+def test_cmdline_of_this_process() -> None:
+    assert "python" in process.read_cmdline(os.getpid())
+    assert process.read_cmdline(2**22 + 1) == ""
+
+
+def test_pid_without_the_marker_is_not_ours(marker: str) -> None:
+    assert not process.is_ours(os.getpid(), marker)
+    assert not process.is_ours(0, "")
+
+
+def test_stale_pidfile_of_a_recycled_pid_is_cleared(tmp_path: Path, marker: str) -> None:
+    # Our own pid stands in for a recycled one: alive, but without the marker.
+    pidfile = tmp_path / "svc.pid"
+    pidfile.write_text(f"{os.getpid()}\n")
+    assert process.running_pid(pidfile, marker) is None
+    assert not pidfile.exists()
+
+
+def test_garbage_or_missing_pidfile_means_not_running(tmp_path: Path, marker: str) -> None:
+    assert process.running_pid(tmp_path / "missing.pid", marker) is None
+    (tmp_path / "bad.pid").write_text("not a pid")
+    assert process.running_pid(tmp_path / "bad.pid", marker) is None
+
+
+def test_stop_takes_down_the_whole_process_group(tmp_path: Path, marker: str) -> None:
+    pid = _spawn_sh("sleep 300 & sleep 300; wait", marker, tmp_path)
+    assert process.running_pid(tmp_path / "svc" / "svc.pid", marker) == pid
+    assert os.getpgid(pid) == pid
+    process.stop(pid, marker, timeout_s=5)
+    assert process.group_members(pid) == []
+
+
+def test_stop_escalates_to_sigkill(tmp_path: Path, marker: str) -> None:
+    # An ignored SIGTERM is inherited by the children too.
+    pid = _spawn_sh("trap '' TERM; sleep 300 & wait", marker, tmp_path)
+    process.stop(pid, marker, timeout_s=0.5)
+    assert process.group_members(pid) == []
+    assert process.running_pid(tmp_path / "svc" / "svc.pid", marker) is None
+
+
+def test_stop_leaves_a_stranger_alone(marker: str) -> None:
+    process.stop(os.getpid(), marker, timeout_s=0.1)  # must not signal the test runner
+
+
+def test_output_goes_to_the_log_and_tail_reads_it(tmp_path: Path, marker: str) -> None:
+    pid = _spawn_sh("for i in 1 2 3 4 5; do echo line $i; done; echo oops >&2", marker, tmp_path)
+    assert process.wait_gone(pid, marker, timeout_s=5)
+    assert process.tail(tmp_path / "svc" / "out.log", lines=2) == "line 5\noops"
+    assert process.tail(tmp_path / "missing.log") == ""
+
+
+def test_port_in_use(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        assert process.port_in_use("127.0.0.1", port)
+    assert not process.port_in_use("127.0.0.1", port)

@@ -1,0 +1,90 @@
+"""Stack orchestration on stand-in services made of `sh` (no Kafka, no Redis)."""
+
+from pathlib import Path
+
+import pytest
+
+from jobs.localstack import Service, Stack, StackError, StackSettings
+from jobs.localstack.stack import ServiceFactory, select
+
+
+class ShellService(Service):
+    """Runs a shell script; healthy once the script has created a `ready` file.
+
+    No `exec` in the scripts: the shell must stay, as its argv carries the marker.
+    """
+
+    script = "touch {dir}/ready; sleep 300"
+
+    def ensure_installed(self) -> None:
+        pass
+
+    def prepare(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "ready").unlink(missing_ok=True)
+
+    def command(self) -> list[str]:
+        return ["/bin/sh", "-c", self.script.format(dir=self.dir), self.marker]
+
+    def ports(self) -> tuple[int, ...]:
+        return ()
+
+    def endpoint(self) -> str:
+        return f"file://{self.dir}"
+
+    def is_healthy(self) -> bool:
+        return (self.dir / "ready").exists()
+
+
+class Good(ShellService):
+    name = "good"
+
+
+class Crashing(ShellService):
+    name = "crashing"
+    script = "echo 'fatal: bad config at line 3'; exit 3"
+
+
+class Hanging(ShellService):
+    name = "hanging"
+    script = "echo 'waiting for Godot'; sleep 300"
+
+
+def _stack(tmp_path: Path, *services: type[ShellService]) -> Stack:
+    settings = StackSettings(tmp_path, tmp_path / "cache", 1, 2, 3)
+    registry: list[tuple[str, ServiceFactory]] = [(cls.name, cls) for cls in services]
+    return Stack(settings, registry)
+
+
+def test_select_keeps_registry_order_and_rejects_unknown_names() -> None:
+    assert select(None, ["kafka", "redis"]) == ["kafka", "redis"]
+    assert select(["redis", "kafka"], ["kafka", "redis"]) == ["kafka", "redis"]
+    with pytest.raises(StackError, match=r"unknown service.*nope; known: kafka, redis"):
+        select(["nope"], ["kafka", "redis"])
+
+
+def test_up_is_idempotent_and_down_is_safe_to_repeat(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, Good)
+    stack.down()
+    stack.up(timeout_s=5)
+    [first] = stack.status()
+    assert first.running and first.healthy and first.pid is not None
+    stack.up(timeout_s=5)
+    assert stack.status()[0].pid == first.pid
+    stack.down()
+    stack.down()
+    assert not stack.status()[0].running
+
+
+def test_a_crash_during_startup_reports_the_log_tail(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, Crashing)
+    with pytest.raises(StackError, match=r"(?s)crashing exited during startup.*bad config"):
+        stack.up(timeout_s=5)
+    assert not (tmp_path / "crashing" / "crashing.pid").exists()
+
+
+def test_a_timeout_stops_the_process_and_reports_the_log_tail(tmp_path: Path) -> None:
+    stack = _stack(tmp_path, Hanging)
+    with pytest.raises(StackError, match=r"(?s)not healthy after 1 s.*waiting for Godot"):
+        stack.up(timeout_s=1)
+    assert not stack.status()[0].running
