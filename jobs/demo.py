@@ -10,17 +10,14 @@ reordered.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from confluent_kafka import Producer
 from tqdm import tqdm
 
 from jobs.datasets import RowAudit, read_dataset
-from jobs.localstack import Stack, StackSettings
+from jobs.localstack.session import kafka_for_run
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import Consumed, RoundTrip, compare
@@ -30,23 +27,6 @@ from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_top
 from schemas.topics import REC_REQUESTS, USER_BEHAVIOR, dead_letter_topic
 
 PARTITIONS = 4
-
-
-@contextmanager
-def kafka_for_demo(keep_stack: bool) -> Iterator[KafkaSettings]:
-    """An external cluster if configured, else the local stack (stopped after, if we started it)."""
-    if os.environ.get("STREAMREC_KAFKA_BOOTSTRAP_SERVERS"):
-        yield KafkaSettings.from_env()
-        return
-    stack = Stack(StackSettings.from_env())
-    was_running = all(status.healthy for status in stack.status())
-    stack.up()
-    try:
-        yield KafkaSettings(stack.settings.kafka_bootstrap)
-    finally:
-        if not (keep_stack or was_running):
-            print("stopping the local stack", file=sys.stderr)
-            stack.down()
 
 
 def read_back(
@@ -92,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-stack", action="store_true", help="leave the stack running")
     args = parser.parse_args(argv)
     options = ReplayOptions(path=args.file, request_rate=args.request_rate)
-    with kafka_for_demo(args.keep_stack) as settings:
+    with kafka_for_run(args.keep_stack) as settings:
         topics = [TopicSpec(USER_BEHAVIOR, PARTITIONS), TopicSpec(REC_REQUESTS, PARTITIONS)]
         ensure_topics(settings, [*topics, dead_letter_spec(dead_letter_topic(USER_BEHAVIOR))])
         before = {topic.name: high_watermarks(settings, topic.name) for topic in topics}

@@ -66,8 +66,9 @@ def read_range(
     consumer = _consumer(settings)
     consumer.assign([TopicPartition(topic, p, first) for p, (first, _) in wanted.items()])
     try:
-        yield from _drain(consumer, topic, {p: stop for p, (_, stop) in wanted.items()},
-                          timeout_s, batch)  # fmt: skip
+        yield from _drain(
+            consumer, topic, {p: stop for p, (_, stop) in wanted.items()}, timeout_s, batch
+        )
     finally:
         consumer.close()
 

@@ -55,8 +55,10 @@ def test_envelope_keeps_the_exact_bytes_and_the_source_position() -> None:
     assert letter.original == original
     assert letter.original_size == len(original)
     assert (letter.source_topic, letter.source_partition, letter.source_offset) == (
-        "user-behavior", 2, 41,
-    )  # fmt: skip
+        "user-behavior",
+        2,
+        41,
+    )
     assert (letter.error, letter.error_kind, letter.key) == ("bad type", "schema", b"17")
 
 

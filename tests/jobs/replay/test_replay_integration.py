@@ -78,11 +78,23 @@ def test_cli_counts_bad_rows_and_writes_a_summary(
     data = tmp_path / "with-bad-rows.csv"
     data.write_text("\n".join(lines) + "\n")
     summary_file = tmp_path / "summary.json"
-    code = main([
-        "--file", str(data), "--topic", topic, "--request-topic", topic + "-req",
-        "--bootstrap-servers", kafka.bootstrap_servers, "--no-progress",
-        "--summary-json", str(summary_file), "--speed", "600",
-    ])  # fmt: skip
+    code = main(
+        [
+            "--file",
+            str(data),
+            "--topic",
+            topic,
+            "--request-topic",
+            topic + "-req",
+            "--bootstrap-servers",
+            kafka.bootstrap_servers,
+            "--no-progress",
+            "--summary-json",
+            str(summary_file),
+            "--speed",
+            "600",
+        ]
+    )
     summary = json.loads(summary_file.read_text())
     assert code == 0
     assert (summary["rows"], summary["events"], summary["delivered"]) == (200, 198, 198)

@@ -7,8 +7,10 @@ from jobs.replay.triggers import TriggerSampler
 from jobs.replay.verify import Consumed, compare
 from schemas.records import BehaviorEvent
 
-EVENTS = [BehaviorEvent(u % 7 + 1, i + 1, 3, "pv", 1_511_544_070_000 + i) for i, u in
-          enumerate(range(1000))]  # fmt: skip
+EVENTS = [
+    BehaviorEvent(u % 7 + 1, i + 1, 3, "pv", 1_511_544_070_000 + i)
+    for i, u in enumerate(range(1000))
+]
 
 
 def test_rate_and_determinism() -> None:
