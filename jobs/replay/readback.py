@@ -7,15 +7,23 @@ on a topic that already holds data still counts only its own records.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from schemas.kafka import KafkaSettings
 
 Offsets = dict[int, int]
+
+_NOT_READY = {
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._TIMED_OUT,
+}
 
 
 def _consumer(settings: KafkaSettings) -> Any:
@@ -30,21 +38,33 @@ def _consumer(settings: KafkaSettings) -> Any:
     )
 
 
-def high_watermarks(settings: KafkaSettings, topic: str, timeout_s: float = 10.0) -> Offsets:
+def high_watermarks(settings: KafkaSettings, topic: str, timeout_s: float = 30.0) -> Offsets:
     """The next offset to be written, per partition (0 for every partition of an empty topic)."""
     consumer = _consumer(settings)
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
         if metadata.error is not None:
             raise KafkaException(metadata.error)
+        deadline = time.monotonic() + timeout_s
         return {
-            partition: consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=timeout_s
-            )[1]
+            partition: _high_watermark(consumer, TopicPartition(topic, partition), deadline)
             for partition in metadata.partitions
         }
     finally:
         consumer.close()
+
+
+def _high_watermark(consumer: Any, partition: TopicPartition, deadline: float) -> int:
+    # A partition created or moved a moment ago answers NOT_LEADER until the
+    # broker has applied the new metadata: retriable, so retry until the deadline.
+    while True:
+        try:
+            high: int = consumer.get_watermark_offsets(partition, timeout=5.0)[1]
+            return high
+        except KafkaException as exc:
+            if exc.args[0].code() not in _NOT_READY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def read_range(
