@@ -54,15 +54,15 @@ def count_requests(settings: KafkaSettings, before: dict[int, int]) -> int:
 
 def report(trip: RoundTrip, dead_letters: int, requests: tuple[int, int]) -> list[str]:
     verdict = "PASS: every event arrived once, per-user order kept" if trip.exact else "FAIL"
-    return [
-        f"{'events from file':<28}{trip.sent:>10}",
-        f"{'events consumed back':<28}{trip.received:>10}",
-        f"{'missing / duplicated':<28}{trip.missing:>5} / {trip.duplicated}",
-        f"{'users out of order':<28}{trip.users_out_of_order:>10}",
-        f"{'dead-lettered':<28}{dead_letters:>10}",
-        f"{'requests produced / read':<28}{requests[0]:>5} / {requests[1]}",
-        verdict,
+    rows = [
+        ("events from file", str(trip.sent)),
+        ("events consumed back", str(trip.received)),
+        ("missing / duplicated", f"{trip.missing} / {trip.duplicated}"),
+        ("users out of order", str(trip.users_out_of_order)),
+        ("dead-lettered", str(dead_letters)),
+        ("requests produced / read", f"{requests[0]} / {requests[1]}"),
     ]
+    return [f"{label:<28}{value:>14}" for label, value in rows] + [verdict]
 
 
 def main(argv: list[str] | None = None) -> int:
