@@ -13,7 +13,7 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,flink]'
 	touch $@
 
 setup: $(STAMP) ## create the virtual environment with the project and its dev tools

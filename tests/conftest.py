@@ -50,11 +50,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
         redis_port=free_port(),
     )
     local = Stack(settings)
-    local.up()
+    local.up(["kafka", "redis"])
     try:
         yield Endpoints(settings.kafka_bootstrap, settings.redis_url)
     finally:
-        local.down()
+        local.down(["kafka", "redis"])
 
 
 @pytest.fixture(scope="session")

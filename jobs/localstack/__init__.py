@@ -1,9 +1,11 @@
-"""The local stack manager: Kafka (KRaft) and Redis as plain processes, no Docker.
+"""The local stack manager: Kafka (KRaft), Redis and a Flink cluster as plain processes, no Docker.
 
 Use `python -m jobs.localstack up|down|status`, or from Python:
 
     stack = Stack(StackSettings.from_env())
     stack.up()
+
+Flink jobs go to the cluster with `jobs.localstack.flink_jobs.submit_python_job`.
 """
 
 from jobs.localstack.errors import StackError

@@ -1,4 +1,4 @@
-"""`python -m jobs.localstack up|down|status [--services kafka,redis]`."""
+"""`python -m jobs.localstack up|down|status [--services kafka,redis,flink]`."""
 
 from __future__ import annotations
 
@@ -11,17 +11,20 @@ from collections.abc import Sequence
 from jobs.localstack.errors import StackError
 from jobs.localstack.service import ServiceStatus
 from jobs.localstack.settings import StackSettings
-from jobs.localstack.stack import REGISTRY, Stack
+from jobs.localstack.stack import ALIASES, REGISTRY, Stack
 
 _KNOWN = ", ".join(name for name, _ in REGISTRY)
+_ALIASES = "; ".join(f"{alias} = {'+'.join(members)}" for alias, members in ALIASES.items())
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m jobs.localstack",
-        description="Run the local streamrec stack (Kafka in KRaft mode, Redis) as plain "
-        "processes. Data and logs go to $STREAMREC_STACK_HOME (default .stack/); ports come "
-        "from STREAMREC_KAFKA_PORT, STREAMREC_KAFKA_CONTROLLER_PORT, STREAMREC_REDIS_PORT.",
+        description="Run the local streamrec stack (Kafka in KRaft mode, Redis, a standalone "
+        "Flink cluster) as plain processes. Data and logs go to $STREAMREC_STACK_HOME (default "
+        ".stack/); ports come from STREAMREC_KAFKA_PORT, STREAMREC_KAFKA_CONTROLLER_PORT, "
+        "STREAMREC_REDIS_PORT, STREAMREC_FLINK_REST_PORT (also the web UI), "
+        "STREAMREC_FLINK_RPC_PORT.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     helps = {
@@ -34,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--services",
             default="",
-            help=f"comma-separated subset of: {_KNOWN} (default: all)",
+            help=f"comma-separated subset of: {_KNOWN} ({_ALIASES}) (default: all)",
         )
         if name == "up":
             sub.add_argument("--timeout", type=float, default=120.0, help="seconds per service")

@@ -11,6 +11,9 @@ from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
 from schemas.kafka import KafkaSettings
 
+# What a Kafka run needs; the Flink cluster is started on purpose (`up --services flink`).
+_SERVICES = ["kafka", "redis"]
+
 
 @contextmanager
 def kafka_for_run(keep_stack: bool = False) -> Iterator[KafkaSettings]:
@@ -23,11 +26,11 @@ def kafka_for_run(keep_stack: bool = False) -> Iterator[KafkaSettings]:
         yield KafkaSettings.from_env()
         return
     stack = Stack(StackSettings.from_env())
-    was_running = all(status.healthy for status in stack.status())
-    stack.up()
+    was_running = all(status.healthy for status in stack.status(_SERVICES))
+    stack.up(_SERVICES)
     try:
         yield KafkaSettings(stack.settings.kafka_bootstrap, KafkaSettings.from_env().extra)
     finally:
         if not (keep_stack or was_running):
             print("stopping the local stack", file=sys.stderr)
-            stack.down()
+            stack.down(_SERVICES)

@@ -14,6 +14,8 @@ CACHE_ENV = "STREAMREC_CACHE_DIR"
 KAFKA_PORT_ENV = "STREAMREC_KAFKA_PORT"
 KAFKA_CONTROLLER_PORT_ENV = "STREAMREC_KAFKA_CONTROLLER_PORT"
 REDIS_PORT_ENV = "STREAMREC_REDIS_PORT"
+FLINK_REST_PORT_ENV = "STREAMREC_FLINK_REST_PORT"
+FLINK_RPC_PORT_ENV = "STREAMREC_FLINK_RPC_PORT"
 
 # Loopback only: the stack is for one developer machine, never for a network.
 HOST = "127.0.0.1"
@@ -28,6 +30,8 @@ class StackSettings:
     kafka_port: int = 9092
     kafka_controller_port: int = 9093
     redis_port: int = 6379
+    flink_rest_port: int = 8081
+    flink_rpc_port: int = 6123
 
     @classmethod
     def from_env(
@@ -42,6 +46,8 @@ class StackSettings:
             kafka_port=_port(env, KAFKA_PORT_ENV, 9092),
             kafka_controller_port=_port(env, KAFKA_CONTROLLER_PORT_ENV, 9093),
             redis_port=_port(env, REDIS_PORT_ENV, 6379),
+            flink_rest_port=_port(env, FLINK_REST_PORT_ENV, 8081),
+            flink_rpc_port=_port(env, FLINK_RPC_PORT_ENV, 6123),
         )
 
     @property
@@ -51,6 +57,11 @@ class StackSettings:
     @property
     def redis_url(self) -> str:
         return f"redis://{HOST}:{self.redis_port}/0"
+
+    @property
+    def flink_rest_url(self) -> str:
+        """The JobManager's REST API, which is also its web UI."""
+        return f"http://{HOST}:{self.flink_rest_port}"
 
 
 def _path(value: str | None, default: Path) -> Path:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from jobs.localstack import process
 from jobs.localstack.errors import StackError
+from jobs.localstack.flink_cluster import FlinkJobManager, FlinkTaskManager
 from jobs.localstack.kafka_broker import KafkaService
 from jobs.localstack.redis_server import RedisService
 from jobs.localstack.service import Service, ServiceStatus
@@ -18,11 +19,16 @@ log = logging.getLogger(__name__)
 ServiceFactory = Callable[[StackSettings], Service]
 
 # Start order; `down` walks it backwards. Flink and Triton go after Kafka and Redis,
-# since they read from and write to those.
+# since they read from and write to those; the TaskManager registers with the JobManager.
 REGISTRY: tuple[tuple[str, ServiceFactory], ...] = (
     ("kafka", KafkaService),
     ("redis", RedisService),
+    ("flink-jobmanager", FlinkJobManager),
+    ("flink-taskmanager", FlinkTaskManager),
 )
+
+# Names that stand for several services (`--services flink`).
+ALIASES: dict[str, tuple[str, ...]] = {"flink": ("flink-jobmanager", "flink-taskmanager")}
 
 _POLL_S = 0.25
 
@@ -31,9 +37,13 @@ def select(names: Sequence[str] | None, known: Sequence[str]) -> list[str]:
     """The requested names in registry order; all of them when `names` is None or empty."""
     if not names:
         return list(known)
+    # Only aliases whose members this registry has (tests use registries of their own).
+    aliases = {alias: m for alias, m in ALIASES.items() if set(m) <= set(known)}
+    names = [member for name in names for member in aliases.get(name, (name,))]
     unknown = sorted(set(names) - set(known))
     if unknown:
-        raise StackError(f"unknown service(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        choices = ", ".join([*known, *aliases])
+        raise StackError(f"unknown service(s) {', '.join(unknown)}; known: {choices}")
     return [name for name in known if name in names]
 
 

@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--request-k", type=int, default=20, help="k of derived requests")
     parser.add_argument("--seed", type=int, default=7, help="seed of the request sampler")
     parser.add_argument("--limit", type=int, help="stop after this many events")
+    parser.add_argument(
+        "--loops", type=int, default=1, help="play the file this many times, each pass later"
+    )
     parser.add_argument("--sort", action="store_true", help="send in event-time order")
     parser.add_argument("--rebase-time", action="store_true", help="shift the first event to now")
     parser.add_argument(
@@ -62,6 +65,7 @@ def options_from(args: argparse.Namespace) -> ReplayOptions:
         limit=args.limit,
         sort_by_time=args.sort,
         rebase_time=args.rebase_time,
+        loops=args.loops,
     )
 
 

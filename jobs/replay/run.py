@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.pacing import Pacer
 from jobs.replay.producer import DeliveryStats, KeyedProducer, user_key
@@ -32,6 +34,7 @@ class ReplayOptions:
     limit: int | None = None
     sort_by_time: bool = False
     rebase_time: bool = False
+    loops: int = 1
 
 
 @dataclass
@@ -53,15 +56,51 @@ class ReplaySummary:
 
 def replay_events(options: ReplayOptions, audit: RowAudit) -> Iterator[BehaviorEvent]:
     """The events to send, in sending order, before pacing."""
-
-    events: Iterable[BehaviorEvent] = read_dataset(options.dataset, options.path, audit)
-    if options.sort_by_time:
-        events = sorted(events, key=lambda e: e.ts)
+    events: Iterator[BehaviorEvent] = looped(options, audit)
     events = itertools.islice(events, options.limit)
     if options.rebase_time:
         shift = TimeShift(start_ms=wall_clock_ms())
         return (shift.apply(event) for event in events)
     return events
+
+
+def one_pass(options: ReplayOptions, audit: RowAudit) -> Iterator[BehaviorEvent]:
+    events: Iterable[BehaviorEvent] = read_dataset(options.dataset, options.path, audit)
+    if options.sort_by_time:
+        events = sorted(events, key=lambda e: e.ts)
+    return iter(events)
+
+
+def looped(options: ReplayOptions, audit: RowAudit) -> Iterator[BehaviorEvent]:
+    """``options.loops`` passes over the file, each later in time than the one before.
+
+    Pass k is shifted by k times the file's span (plus a second), so event time
+    keeps moving forward and windows of a looped stream stay meaningful.
+    """
+    span = LoopSpan()
+    yield from span.observe(one_pass(options, audit))
+    for k in range(1, options.loops):
+        offset = k * span.length_ms
+        for event in one_pass(options, RowAudit()):
+            yield msgspec.structs.replace(event, ts=event.ts + offset)
+
+
+@dataclass
+class LoopSpan:
+    first: int | None = None
+    last: int | None = None
+
+    def observe(self, events: Iterator[BehaviorEvent]) -> Iterator[BehaviorEvent]:
+        for event in events:
+            self.first = event.ts if self.first is None else min(self.first, event.ts)
+            self.last = event.ts if self.last is None else max(self.last, event.ts)
+            yield event
+
+    @property
+    def length_ms(self) -> int:
+        if self.first is None or self.last is None:
+            return 0
+        return self.last - self.first + 1000
 
 
 def run_replay(

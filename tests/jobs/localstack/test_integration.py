@@ -42,7 +42,7 @@ def _processes_mentioning(text: str) -> list[int]:
 
 @pytest.fixture
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    kafka_port, controller_port, redis_port = _free_ports(3)
+    kafka_port, controller_port, redis_port, rest_port, rpc_port = _free_ports(5)
     settings = StackSettings(
         home=tmp_path_factory.mktemp("stack"),
         # Share the downloaded jars with the developer's stack and other tests.
@@ -50,6 +50,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         kafka_port=kafka_port,
         kafka_controller_port=controller_port,
         redis_port=redis_port,
+        # Not started here (test_flink_integration covers Flink), but never the defaults.
+        flink_rest_port=rest_port,
+        flink_rpc_port=rpc_port,
     )
     stack = Stack(settings)
     try:
@@ -78,9 +81,12 @@ def _kafka_round_trip(bootstrap: str) -> bytes | None:
         consumer.close()
 
 
+KAFKA_REDIS = ["kafka", "redis"]
+
+
 def test_up_status_idempotent_down(stack: Stack) -> None:
-    stack.up(timeout_s=60)
-    statuses = stack.status()
+    stack.up(KAFKA_REDIS, timeout_s=60)
+    statuses = stack.status(KAFKA_REDIS)
     assert [(s.name, s.running, s.healthy) for s in statuses] == [
         ("kafka", True, True),
         ("redis", True, True),
@@ -89,15 +95,15 @@ def test_up_status_idempotent_down(stack: Stack) -> None:
     assert _kafka_round_trip(stack.settings.kafka_bootstrap) == b"ping"
     assert redis.Redis.from_url(stack.settings.redis_url).ping()
 
-    stack.up(timeout_s=60)  # a no-op: the same processes keep running
-    assert {s.name: s.pid for s in stack.status()} == pids
+    stack.up(KAFKA_REDIS, timeout_s=60)  # a no-op: the same processes keep running
+    assert {s.name: s.pid for s in stack.status(KAFKA_REDIS)} == pids
 
     stack.down()
     for pid in pids.values():
         assert pid is not None
         assert not Path(f"/proc/{pid}/cmdline").exists() or not _cmdline(pid)
     assert _processes_mentioning(str(stack.settings.home)) == []
-    assert [(s.running, s.healthy, s.pid) for s in stack.status()] == [(False, False, None)] * 2
+    assert [(s.running, s.healthy, s.pid) for s in stack.status()] == [(False, False, None)] * 4
     stack.down()  # nothing left to stop: still fine
 
 

@@ -48,3 +48,15 @@ def test_settings_are_frozen(tmp_path: Path) -> None:
     settings = StackSettings(tmp_path, tmp_path, 1, 2, 3)
     with pytest.raises(AttributeError):
         settings.redis_port = 4  # type: ignore[misc]
+
+
+def test_flink_ports_default_to_flinks_own_and_follow_the_environment(tmp_path: Path) -> None:
+    defaults = StackSettings.from_env({}, cwd=tmp_path)
+    assert (defaults.flink_rest_port, defaults.flink_rpc_port) == (8081, 6123)
+    assert defaults.flink_rest_url == "http://127.0.0.1:8081"
+    env = {"STREAMREC_FLINK_REST_PORT": "18081", "STREAMREC_FLINK_RPC_PORT": "16123"}
+    settings = StackSettings.from_env(env, cwd=tmp_path)
+    assert (settings.flink_rest_port, settings.flink_rpc_port) == (18081, 16123)
+    assert settings.flink_rest_url == "http://127.0.0.1:18081"
+    with pytest.raises(StackError, match="STREAMREC_FLINK_RPC_PORT"):
+        StackSettings.from_env({"STREAMREC_FLINK_RPC_PORT": "x"})

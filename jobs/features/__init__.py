@@ -1,0 +1,1 @@
+"""The streaming feature job: Kafka events to window and fresh features."""

@@ -1,0 +1,267 @@
+"""A standalone Flink session cluster (one JobManager, one TaskManager) from the PyFlink wheel.
+
+The `apache-flink` wheel carries a whole Flink distribution (bin/, lib/, conf/), so
+no download is needed. Each service gets its own FLINK_CONF_DIR, log and temp
+folders under the stack home; the wheel's own conf/ and log/ are never written.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+
+from jobs.localstack import binaries
+from jobs.localstack.errors import StackError
+from jobs.localstack.service import Service
+from jobs.localstack.settings import HOST, StackSettings
+
+# Sized for a 2-core, 24 GB box that also runs Kafka, Redis and the Python side.
+JOBMANAGER_MEMORY = "1024m"
+TASKMANAGER_MEMORY = "2048m"
+TASK_SLOTS = 2
+ConfigValue = str | int | bool
+
+
+def flink_home() -> Path:
+    """The Flink distribution inside the installed `apache-flink` wheel."""
+    spec = importlib.util.find_spec("pyflink")
+    if spec is None or spec.origin is None:
+        raise StackError(
+            "PyFlink is not installed: the Flink cluster runs from the apache-flink wheel. "
+            "Install the flink extra: `.venv/bin/pip install -e '.[flink]'`."
+        )
+    home = Path(spec.origin).parent
+    if not (home / "bin" / "jobmanager.sh").exists():
+        raise StackError(f"{home} has no bin/jobmanager.sh; reinstall apache-flink")
+    return home
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested YAML mappings as Flink's dotted keys ({"a": {"b": 1}} -> {"a.b": 1})."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def java_opts_from(config_yaml: Path) -> dict[str, str]:
+    """The distribution's `env.java.*` settings: the --add-opens Java 17 needs live there."""
+    loaded = YAML(typ="safe").load(config_yaml.read_text()) or {}
+    return {k: str(v) for k, v in flatten(loaded).items() if k.startswith("env.java.")}
+
+
+def render_flink_config(
+    settings: StackSettings,
+    service_dir: Path,
+    java_opts: Mapping[str, str],
+    extra: Mapping[str, ConfigValue] | None = None,
+) -> str:
+    """config.yaml (Flink 2.x's format) for one service of a loopback-only cluster.
+
+    Flat dotted keys are valid there too. Only the REST and JobManager RPC ports are
+    fixed (clients need them); every other port is 0 (random), so two stacks with
+    different STREAMREC_FLINK_*_PORT values share a machine.
+    """
+    opts = dict(java_opts)
+    # Flink's console log4j config copies every line to stdout as well as to the log
+    # file; warnings are enough there (stdout also catches JVM crashes).
+    opts["env.java.opts.all"] = f"{opts.get('env.java.opts.all', '')} -Dconsole.log.level=WARN"
+    config: dict[str, ConfigValue] = {
+        "jobmanager.rpc.address": HOST,
+        "jobmanager.rpc.port": settings.flink_rpc_port,
+        "jobmanager.bind-host": HOST,
+        "jobmanager.memory.process.size": JOBMANAGER_MEMORY,
+        "jobmanager.execution.failover-strategy": "region",
+        "taskmanager.host": HOST,
+        "taskmanager.bind-host": HOST,
+        "taskmanager.rpc.port": "0",
+        "taskmanager.data.port": 0,
+        "taskmanager.memory.process.size": TASKMANAGER_MEMORY,
+        "taskmanager.numberOfTaskSlots": TASK_SLOTS,
+        "parallelism.default": 1,
+        "rest.address": HOST,
+        "rest.bind-address": HOST,
+        "rest.port": settings.flink_rest_port,
+        "blob.server.port": "0",
+        "metrics.internal.query-service.port": "0",
+        "io.tmp.dirs": str(service_dir / "tmp"),
+        "web.tmpdir": str(service_dir / "web"),
+        "blob.storage.directory": str(service_dir / "blobs"),
+        # HOP windows align to the session zone otherwise (see DESIGN.md).
+        "table.local-time-zone": "UTC",
+        # Python UDF workers and the client-side driver use this very interpreter,
+        # whose environment has pyflink and the project's dependencies.
+        "python.executable": sys.executable,
+        "python.client.executable": sys.executable,
+        **opts,
+        **(extra or {}),
+    }
+    lines = ["# Written by jobs.localstack on every start; edits are overwritten."]
+    # JSON scalars are valid YAML and quote paths and option strings safely.
+    lines += [f"{key}: {json.dumps(value)}" for key, value in config.items()]
+    return "\n".join(lines) + "\n"
+
+
+def rest_json(base_url: str, path: str, method: str = "GET", timeout_s: float = 2.0) -> Any:
+    """One call to the Flink REST API; StackError with Flink's error text on failure."""
+    request = urllib.request.Request(f"{base_url}{path}", method=method)
+    # No proxy: an http_proxy in the environment must not swallow loopback calls.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout_s) as response:
+            body = response.read()
+    except urllib.error.HTTPError as error:
+        detail = error.read().decode(errors="replace")[-2000:]
+        raise StackError(f"Flink REST {method} {path}: HTTP {error.code} {detail}") from None
+    except (OSError, ValueError) as error:
+        raise StackError(f"Flink REST {method} {base_url}{path} failed: {error}") from None
+    return json.loads(body) if body.strip() else {}
+
+
+class FlinkService(Service):
+    """Runs `bin/<script> start-foreground`, which execs the JVM: our pid is the JVM's."""
+
+    script = ""
+    # The name Flink's scripts put in the log file name.
+    entrypoint = ""
+    # SIGTERM runs Flink's shutdown hooks (release slots, delete blobs); give them time.
+    stop_timeout_s = 30.0
+
+    def __init__(self, settings: StackSettings) -> None:
+        super().__init__(settings)
+        self.conf_dir = self.dir / "conf"
+        self.log_dir = self.dir / "log"
+
+    @property
+    def log_path(self) -> Path:
+        # flink-console.sh names it flink-<user>-<entrypoint>-<n>-<host>.log.
+        logs = sorted(self.log_dir.glob(f"flink-*-{self.entrypoint}-*.log"), key=_mtime)
+        return logs[-1] if logs else self.stdout_path
+
+    def ensure_installed(self) -> None:
+        flink_home()
+        binaries.find_java()
+
+    def config_extra(self) -> dict[str, ConfigValue]:
+        return {}
+
+    def prepare(self) -> None:
+        home = flink_home()
+        for folder in (self.conf_dir, self.log_dir, self.dir / "tmp", self.dir / "run"):
+            folder.mkdir(parents=True, exist_ok=True)
+        # The start scripts and `flink run` look for their logging configs next to config.yaml.
+        for pattern in ("log4j*.properties", "logback*.xml"):
+            for source in (home / "conf").glob(pattern):
+                shutil.copyfile(source, self.conf_dir / source.name)
+        java_opts = java_opts_from(home / "conf" / "config.yaml")
+        text = render_flink_config(self.settings, self.dir, java_opts, self.config_extra())
+        (self.conf_dir / "config.yaml").write_text(text)
+
+    def env(self) -> Mapping[str, str]:
+        return {
+            **os.environ,
+            "FLINK_CONF_DIR": str(self.conf_dir),
+            "FLINK_LOG_DIR": str(self.log_dir),
+            # Flink's own pid bookkeeping (not ours); /tmp would be shared by all stacks.
+            "FLINK_PID_DIR": str(self.dir / "run"),
+            "PYFLINK_CLIENT_EXECUTABLE": sys.executable,
+        }
+
+    def command(self) -> list[str]:
+        script = flink_home() / "bin" / self.script
+        # The -D repeats a config value so that the stack home (our /proc marker) is in
+        # argv from the first instant, while the script still runs before it execs java.
+        return ["/bin/bash", str(script), "start-foreground", "-D", f"io.tmp.dirs={self.dir}/tmp"]
+
+    def overview(self) -> dict[str, Any] | None:
+        try:
+            answer = rest_json(self.settings.flink_rest_url, "/overview", timeout_s=1.0)
+        except StackError:
+            return None
+        return answer if isinstance(answer, dict) else None
+
+
+class FlinkJobManager(FlinkService):
+    name = "flink-jobmanager"
+    script = "jobmanager.sh"
+    entrypoint = "standalonesession"
+
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.flink_rest_port, self.settings.flink_rpc_port)
+
+    def endpoint(self) -> str:
+        return self.settings.flink_rest_url
+
+    def exports(self) -> dict[str, str]:
+        return {"STREAMREC_FLINK_REST_URL": self.settings.flink_rest_url}
+
+    def is_healthy(self) -> bool:
+        return self.overview() is not None
+
+
+class FlinkTaskManager(FlinkService):
+    name = "flink-taskmanager"
+    script = "taskmanager.sh"
+    entrypoint = "taskexecutor"
+
+    @property
+    def resource_id_path(self) -> Path:
+        return self.dir / "resource-id"
+
+    def ports(self) -> tuple[int, ...]:
+        return ()  # all random (see render_flink_config)
+
+    def endpoint(self) -> str:
+        return f"{self.settings.flink_rest_url}/#/task-manager"
+
+    def prepare(self) -> None:
+        if FlinkJobManager(self.settings).overview() is None:
+            raise StackError(
+                f"flink-taskmanager needs a JobManager at {self.settings.flink_rest_url}; "
+                "start both with `python -m jobs.localstack up --services flink`."
+            )
+        # A fresh id per start: the JobManager keeps a killed TaskManager listed until
+        # its heartbeat times out, and that old entry must not count as healthy.
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.resource_id_path.write_text(f"streamrec-tm-{uuid.uuid4().hex[:12]}\n")
+        super().prepare()
+
+    def config_extra(self) -> dict[str, ConfigValue]:
+        return {"taskmanager.resource-id": self.resource_id()}
+
+    def resource_id(self) -> str:
+        try:
+            return self.resource_id_path.read_text().strip()
+        except FileNotFoundError:
+            return ""
+
+    def is_healthy(self) -> bool:
+        rid = self.resource_id()
+        try:
+            answer = rest_json(self.settings.flink_rest_url, "/taskmanagers", timeout_s=1.0)
+        except StackError:
+            return False
+        managers = answer.get("taskmanagers", []) if isinstance(answer, dict) else []
+        return any(tm.get("id") == rid and tm.get("slotsNumber", 0) > 0 for tm in managers)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,179 @@
+"""The Flink services without starting Flink: config, command line, selection, connector fetch."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from jobs.localstack import StackError, StackSettings, binaries
+from jobs.localstack.flink_cluster import (
+    FlinkJobManager,
+    FlinkTaskManager,
+    flatten,
+    flink_home,
+    java_opts_from,
+    render_flink_config,
+)
+from jobs.localstack.flink_connectors import connectors_dir, fetch_jar, kafka_connector_jar
+from jobs.localstack.stack import Stack, select
+
+
+def _settings(tmp_path: Path) -> StackSettings:
+    return StackSettings(
+        tmp_path / "home", tmp_path / "cache", 1, 2, 3, flink_rest_port=18081, flink_rpc_port=16123
+    )
+
+
+def _parse(text: str) -> dict[str, object]:
+    # Every line the renderer writes is `key: <JSON scalar>`.
+    pairs = (line.split(": ", 1) for line in text.splitlines() if not line.startswith("#"))
+    return {key: json.loads(value) for key, value in pairs}
+
+
+def test_config_binds_loopback_with_fixed_client_ports_and_random_others(tmp_path: Path) -> None:
+    opts = {"env.java.opts.all": "--add-opens=java.base/java.lang=ALL-UNNAMED"}
+    config = _parse(render_flink_config(_settings(tmp_path), tmp_path / "jm", opts))
+    assert config["rest.port"] == 18081
+    assert config["jobmanager.rpc.port"] == 16123
+    for key in ("rest.address", "rest.bind-address", "jobmanager.rpc.address", "taskmanager.host"):
+        assert config[key] == "127.0.0.1"
+    assert config["jobmanager.bind-host"] == config["taskmanager.bind-host"] == "127.0.0.1"
+    for key in ("blob.server.port", "taskmanager.rpc.port", "metrics.internal.query-service.port"):
+        assert config[key] == "0"
+    assert config["taskmanager.data.port"] == 0
+
+
+def test_config_memory_time_zone_python_and_folders(tmp_path: Path) -> None:
+    opts = {"env.java.opts.all": "--add-opens=x"}
+    extra = {"taskmanager.resource-id": "tm-1"}
+    config = _parse(render_flink_config(_settings(tmp_path), tmp_path / "tm", opts, extra))
+    assert config["jobmanager.memory.process.size"] == "1024m"
+    assert config["taskmanager.memory.process.size"] == "2048m"
+    assert config["taskmanager.numberOfTaskSlots"] == 2
+    assert config["table.local-time-zone"] == "UTC"
+    assert config["python.executable"] == config["python.client.executable"] == sys.executable
+    assert config["io.tmp.dirs"] == str(tmp_path / "tm" / "tmp")
+    assert str(config["web.tmpdir"]).startswith(str(tmp_path / "tm"))
+    # The distribution's Java 17 flags survive; the console only gets warnings.
+    assert config["env.java.opts.all"] == "--add-opens=x -Dconsole.log.level=WARN"
+    assert config["taskmanager.resource-id"] == "tm-1"
+
+
+def test_java_opts_come_from_the_wheels_own_config() -> None:
+    opts = java_opts_from(flink_home() / "conf" / "config.yaml")
+    assert "--add-opens=java.base/java.lang=ALL-UNNAMED" in opts["env.java.opts.all"]
+    assert all(key.startswith("env.java.") for key in opts)
+
+
+def test_flatten_nested_yaml() -> None:
+    assert flatten({"a": {"b": 1, "c": {"d": "x"}}, "e": True}) == {
+        "a.b": 1,
+        "a.c.d": "x",
+        "e": True,
+    }
+
+
+def test_command_carries_the_marker_from_the_start(tmp_path: Path) -> None:
+    jobmanager = FlinkJobManager(_settings(tmp_path))
+    argv = jobmanager.command()
+    assert argv[0] == "/bin/bash"
+    assert argv[1:3] == [str(flink_home() / "bin" / "jobmanager.sh"), "start-foreground"]
+    # The shell runs for seconds before it execs java; the pid guard must know it already.
+    assert jobmanager.marker in " ".join(argv)
+    assert FlinkTaskManager(_settings(tmp_path)).command()[1].endswith("taskmanager.sh")
+
+
+def test_env_points_flink_at_the_stack_home(tmp_path: Path) -> None:
+    taskmanager = FlinkTaskManager(_settings(tmp_path))
+    env = taskmanager.env()
+    for key in ("FLINK_CONF_DIR", "FLINK_LOG_DIR", "FLINK_PID_DIR"):
+        assert env[key].startswith(taskmanager.marker)
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_prepare_writes_config_and_logging_files(tmp_path: Path) -> None:
+    jobmanager = FlinkJobManager(_settings(tmp_path))
+    jobmanager.prepare()
+    assert _parse((jobmanager.conf_dir / "config.yaml").read_text())["rest.port"] == 18081
+    assert (jobmanager.conf_dir / "log4j-console.properties").exists()
+    assert (jobmanager.conf_dir / "log4j-cli.properties").exists()  # for `flink run`
+
+
+def test_ports_endpoints_and_log_path(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    jobmanager, taskmanager = FlinkJobManager(settings), FlinkTaskManager(settings)
+    assert jobmanager.ports() == (18081, 16123)
+    assert taskmanager.ports() == ()
+    assert jobmanager.endpoint() == "http://127.0.0.1:18081"
+    assert taskmanager.endpoint() == "http://127.0.0.1:18081/#/task-manager"
+    assert jobmanager.exports() == {"STREAMREC_FLINK_REST_URL": "http://127.0.0.1:18081"}
+    assert jobmanager.log_path == jobmanager.stdout_path  # nothing logged yet
+    jobmanager.log_dir.mkdir(parents=True)
+    log = jobmanager.log_dir / "flink-me-standalonesession-0-host.log"
+    log.write_text("started\n")
+    assert jobmanager.log_path == log
+
+
+def test_taskmanager_refuses_to_start_without_a_jobmanager(tmp_path: Path) -> None:
+    taskmanager = FlinkTaskManager(_settings(tmp_path))
+    with pytest.raises(StackError, match=r"needs a JobManager at http://127\.0\.0\.1:18081"):
+        taskmanager.prepare()
+    assert not taskmanager.is_healthy()
+
+
+def test_flink_alias_selects_both_services_in_order(tmp_path: Path) -> None:
+    known = list(Stack(_settings(tmp_path)).services)
+    assert known[-2:] == ["flink-jobmanager", "flink-taskmanager"]
+    assert select(["flink", "kafka"], known) == ["kafka", "flink-jobmanager", "flink-taskmanager"]
+    with pytest.raises(StackError, match=r"known: .*flink-taskmanager, flink$"):
+        select(["flunk"], known)
+
+
+def _fake_mvn(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "mvn"
+    script.write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/mvn.calls\n{body}\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_fetch_jar_runs_maven_once_and_marks_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Writes a jar named after the pom's artifact into -DoutputDirectory=..., as mvn would.
+    body = (
+        "for a; do case $a in -DoutputDirectory=*) out=${a#*=};; esac; done\n"
+        'echo jar > "$out/x-1.jar"'
+    )
+    monkeypatch.setattr(binaries, "find_mvn", lambda: _fake_mvn(tmp_path, body))
+    folder = tmp_path / "cache" / "flink-connectors"
+    assert fetch_jar(folder, "g", "x", "1") == folder / "x-1.jar"
+    assert fetch_jar(folder, "g", "x", "1") == folder / "x-1.jar"
+    calls = (tmp_path / "mvn.calls").read_text().splitlines()
+    assert len(calls) == 1
+    assert "-DexcludeTransitive=true" in calls[0]
+    assert "dependency:copy-dependencies" in calls[0]
+
+
+def test_fetch_jar_failure_reports_maven_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    body = "echo 'Could not resolve g:x:1'; exit 1"
+    monkeypatch.setattr(binaries, "find_mvn", lambda: _fake_mvn(tmp_path, body))
+    with pytest.raises(StackError, match=r"(?s)fetching g:x:1 with Maven failed.*resolve g:x:1"):
+        fetch_jar(tmp_path / "c", "g", "x", "1")
+    assert not list((tmp_path / "c").glob(".*complete"))
+
+
+def test_connector_location_accepts_settings_or_a_cache_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = _settings(tmp_path)
+    assert connectors_dir(settings) == connectors_dir(settings.cache_dir)
+    folder = connectors_dir(settings)
+    folder.mkdir(parents=True)
+    (folder / "flink-sql-connector-kafka-5.0.0-2.2.jar").write_text("jar")
+    (folder / ".flink-sql-connector-kafka-5.0.0-2.2.complete").write_text("done")
+    monkeypatch.setattr(binaries, "find_mvn", lambda: pytest.fail("no download expected"))
+    assert kafka_connector_jar(settings.cache_dir).name == "flink-sql-connector-kafka-5.0.0-2.2.jar"

@@ -1,0 +1,83 @@
+"""The real Flink cluster (and Kafka) in a temporary home on free ports, with one job on it."""
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer
+
+from jobs.localstack import Stack, StackSettings
+from jobs.localstack import flink_jobs as fj
+from jobs.localstack.flink_cluster import rest_json
+from jobs.localstack.flink_connectors import kafka_connector_jar
+from tests.jobs.localstack.test_integration import _free_ports, _processes_mentioning
+
+pytestmark = pytest.mark.integration
+
+SMOKE_JOB = Path(__file__).with_name("flink_smoke_job.py")
+ROWS = 100
+
+
+@pytest.fixture
+def flink_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    kafka, controller, redis, rest, rpc = _free_ports(5)
+    settings = StackSettings(
+        home=tmp_path_factory.mktemp("flinkstack"),
+        cache_dir=StackSettings.from_env().cache_dir,
+        kafka_port=kafka,
+        kafka_controller_port=controller,
+        redis_port=redis,
+        flink_rest_port=rest,
+        flink_rpc_port=rpc,
+    )
+    stack = Stack(settings)
+    try:
+        yield stack
+    finally:
+        stack.down()
+
+
+def _read_topic(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -> list[bytes]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "flink-smoke", "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    try:
+        deadline = time.monotonic() + timeout_s
+        while len(values) < expected and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None and (value := message.value()):
+                values.append(value)
+        return values
+    finally:
+        consumer.close()
+
+
+def test_cluster_runs_a_submitted_sql_job_and_down_leaves_nothing(flink_stack: Stack) -> None:
+    settings = flink_stack.settings
+    jar = kafka_connector_jar(settings)  # before the clock matters: a first run downloads
+    flink_stack.up(["kafka", "flink"], timeout_s=90)
+    statuses = {s.name: s for s in flink_stack.status(["kafka", "flink"])}
+    assert all(s.healthy for s in statuses.values()), statuses
+    assert statuses["flink-jobmanager"].endpoint == settings.flink_rest_url
+    overview = rest_json(settings.flink_rest_url, "/overview")
+    assert (overview["taskmanagers"], overview["slots-total"]) == (1, 2)
+
+    topic = f"flink-smoke-{uuid.uuid4().hex[:8]}"
+    args = ["--topic", topic, "--bootstrap", settings.kafka_bootstrap, "--rows", str(ROWS)]
+    job_id = fj.submit_python_job(
+        settings, "flink_smoke_job", [*args, "--jar", str(jar)], [SMOKE_JOB]
+    )
+    assert fj.wait_for_job(settings, job_id, ["FINISHED"], timeout_s=60) == "FINISHED"
+    assert fj.JobSummary(job_id, f"localstack-smoke-{topic}", "FINISHED") in fj.list_jobs(settings)
+    values = _read_topic(settings.kafka_bootstrap, topic, ROWS)
+    assert sorted(values) == sorted(
+        f'{{"n":{n},"doubled":{2 * n}}}'.encode() for n in range(1, 101)
+    )
+
+    flink_stack.down()
+    # No JVM (nor a script that would exec one) survives, for any service of this home.
+    assert _processes_mentioning(str(settings.home)) == []
