@@ -33,7 +33,8 @@ class FeatureJobSettings:
     sequence_length: int = 50
     top_items: int = 10
     out_of_orderness_ms: int = 5_000
-    idle_timeout_ms: int = 5_000
+    # Long enough that a partition drained late in a catch-up is not taken for idle.
+    idle_timeout_ms: int = 30_000
     max_future_skew_ms: int = DEFAULT_MAX_FUTURE_SKEW_MS
     max_event_bytes: int = KIB
     checkpoint_dir: Path | None = None

@@ -204,7 +204,7 @@ def epoch_ms(column: str) -> str:
     # window_start/end are TIMESTAMP(3) in the session zone (UTC); whole seconds
     # plus the millisecond part keeps sub-second slides exact.
     return (
-        f"(TIMESTAMPDIFF(SECOND, TIMESTAMP '1970-01-01 00:00:00', {column}) * 1000 "
+        f"(CAST(TIMESTAMPDIFF(SECOND, TIMESTAMP '1970-01-01 00:00:00', {column}) AS BIGINT) * 1000 "
         f"+ EXTRACT(MILLISECOND FROM {column}))"
     )
 

@@ -71,7 +71,7 @@ def fetch_jar(folder: Path, group: str, artifact: str, version: str) -> Path:
         return jar
     folder.mkdir(parents=True, exist_ok=True)
     # Tests and jobs may ask at the same moment; one fetches, the others wait for it.
-    with _locked(folder / ".lock"):
+    with file_lock(folder / ".lock"):
         if marker.exists() and jar.exists():
             return jar
         mvn = binaries.find_mvn()
@@ -98,7 +98,7 @@ def fetch_jar(folder: Path, group: str, artifact: str, version: str) -> Path:
 
 
 @contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

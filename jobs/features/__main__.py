@@ -1,0 +1,5 @@
+import sys
+
+from jobs.features.cli import main
+
+sys.exit(main())

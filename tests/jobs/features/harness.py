@@ -1,0 +1,97 @@
+"""Running the feature job as users do (``python -m jobs.features``) and reading what it wrote."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from jobs.replay.readback import high_watermarks, read_range
+from schemas.codec import dead_letter_codec
+from schemas.features import FeatureUpdate
+from schemas.kafka import KafkaSettings
+from schemas.records import DeadLetter
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+_UPDATES = msgspec.json.Decoder(FeatureUpdate)
+
+
+@dataclass(frozen=True)
+class JobTopics:
+    source: str
+    changelog: str
+    dead_letters: str
+
+    def args(self) -> list[str]:
+        return [
+            "--source-topic", self.source,
+            "--changelog-topic", self.changelog,
+            "--dead-letter-topic", self.dead_letters,
+            "--group-id", f"features-{self.source}",
+        ]  # fmt: skip
+
+
+def job_command(topics: JobTopics, extra: Sequence[str] = ()) -> list[str]:
+    return [sys.executable, "-m", "jobs.features", *topics.args(), *extra]
+
+
+def job_env(kafka: KafkaSettings) -> dict[str, str]:
+    return {**os.environ, "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+
+
+def run_bounded(
+    kafka: KafkaSettings, topics: JobTopics, extra: Sequence[str] = (), timeout_s: float = 300
+) -> None:
+    """Run the job over what the source topic holds now, to the end."""
+    result = subprocess.run(
+        [*job_command(topics, ["--bounded", *extra])],
+        cwd=REPO_ROOT, env=job_env(kafka), capture_output=True, text=True, timeout=timeout_s,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-4000:]
+
+
+def start(
+    kafka: KafkaSettings, topics: JobTopics, extra: Sequence[str] = ()
+) -> subprocess.Popen[str]:
+    """Start the job in its own process group (the JVM is a child of the Python process)."""
+    return subprocess.Popen(
+        job_command(topics, extra), cwd=REPO_ROOT, env=job_env(kafka),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def kill(process: subprocess.Popen[str], sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        return
+    process.wait(timeout=60)
+
+
+def read_all(kafka: KafkaSettings, topic: str) -> list[bytes]:
+    try:
+        end = high_watermarks(kafka, topic)
+    except Exception:  # the job creates its topics; a test may look before it did
+        return []
+    return [m.value() for m in read_range(kafka, topic, {}, end)]
+
+
+def changelog(kafka: KafkaSettings, topic: str) -> dict[str, list[FeatureUpdate]]:
+    """The changelog's rows by view tag, in topic order within each partition."""
+    views: dict[str, list[FeatureUpdate]] = defaultdict(list)
+    for value in read_all(kafka, topic):
+        update = _UPDATES.decode(value)
+        views[type(update).__struct_config__.tag].append(update)  # type: ignore[index]
+    return views
+
+
+def dead_letters(kafka: KafkaSettings, topic: str) -> list[DeadLetter]:
+    codec = dead_letter_codec()
+    return [codec.decode(value) for value in read_all(kafka, topic)]

@@ -1,0 +1,106 @@
+"""The feature job on the real broker, against hand-computed windows and the reference."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import pytest
+
+from jobs.datasets import RowAudit, read_dataset
+from jobs.features.reference import (
+    WindowSpec,
+    category_windows,
+    item_windows,
+    user_recent,
+    user_windows,
+)
+from jobs.features.settings import FeatureJobSettings
+from jobs.replay.producer import KeyedProducer, user_key
+from jobs.replay.run import ReplayOptions, run_replay
+from schemas.codec import event_codec
+from schemas.features import FeatureUpdate, pack_event
+from schemas.kafka import KafkaSettings
+from schemas.records import BehaviorEvent
+from tests.conftest import TopicFactory
+from tests.jobs.features.harness import JobTopics, changelog, dead_letters, run_bounded
+from tests.jobs.features.test_reference import EVENTS, MIN, T
+
+pytestmark = pytest.mark.integration
+
+DEFAULTS = FeatureJobSettings()
+SPEC = WindowSpec(DEFAULTS.window_ms, DEFAULTS.slide_ms, DEFAULTS.sequence_length,
+                  DEFAULTS.top_items)  # fmt: skip
+
+
+def topics_for(topic_factory: TopicFactory, partitions: int) -> JobTopics:
+    source = topic_factory(partitions=partitions)
+    return JobTopics(source, source + "-features", source + "-dlq")
+
+
+def produce(kafka: KafkaSettings, topic: str, events: list[BehaviorEvent]) -> None:
+    producer, codec = KeyedProducer(kafka), event_codec()
+    for event in events:
+        producer.send(topic, user_key(event.user_id), codec.encode(event))
+    assert producer.flush().failed == 0
+
+
+def as_set(rows: Sequence[FeatureUpdate]) -> set[bytes]:
+    return {msgspec.json.encode(row) for row in rows}
+
+
+def assert_matches_reference(
+    views: dict[str, list[FeatureUpdate]], events: list[BehaviorEvent]
+) -> None:
+    items = item_windows(events, SPEC)
+    expected: dict[str, Sequence[FeatureUpdate]] = {
+        "user_window": user_windows(events, SPEC),
+        "item_window": items,
+        "category_window": category_windows(items, SPEC),
+    }
+    for view, rows in expected.items():
+        assert len(views[view]) == len(rows), view  # no row twice, none missing
+        assert as_set(views[view]) == as_set(rows), view
+    by_user: dict[int, list[FeatureUpdate]] = {}
+    for row in views["user_recent"]:
+        by_user.setdefault(row.user_id, []).append(row)  # type: ignore[union-attr]
+    reference: dict[int, list[FeatureUpdate]] = {}
+    for row in user_recent(events, SPEC):
+        reference.setdefault(row.user_id, []).append(row)
+    assert by_user == reference
+
+
+def test_hand_made_events_give_the_hand_computed_windows(
+    kafka: KafkaSettings, topic_factory: TopicFactory
+) -> None:
+    topics = topics_for(topic_factory, partitions=2)
+    produce(kafka, topics.source, EVENTS)
+    run_bounded(kafka, topics)
+    views = changelog(kafka, topics.changelog)
+    window = next(
+        row for row in views["user_window"]
+        if row.user_id == 1 and row.window_start == T + 5 * MIN  # type: ignore[union-attr]
+    )  # fmt: skip
+    assert msgspec.structs.asdict(window) == {
+        "user_id": 1, "window_start": T + 5 * MIN, "window_end": T + 35 * MIN,
+        "events": [pack_event(T + 7 * MIN, 10, 100, "cart"),
+                   pack_event(T + 33 * MIN, 11, 100, "buy")],
+        "pv": 0, "cart": 1, "fav": 0, "buy": 1,
+    }  # fmt: skip
+    assert len(views["user_window"]) == 12 + 6  # user 1: 12 windows, user 2: 6
+    assert_matches_reference(views, EVENTS)
+    assert dead_letters(kafka, topics.dead_letters) == []
+
+
+def test_taobao_nine_days_equal_the_reference_for_every_user(
+    kafka: KafkaSettings, topic_factory: TopicFactory
+) -> None:
+    topics = topics_for(topic_factory, partitions=4)
+    options = ReplayOptions(dataset="taobao-9days", topic=topics.source, sort_by_time=True)
+    assert run_replay(options, kafka).ok
+    run_bounded(kafka, topics)
+    events = sorted(read_dataset("taobao-9days", None, RowAudit()), key=lambda e: e.ts)
+    views = changelog(kafka, topics.changelog)
+    assert_matches_reference(views, events)
+    assert len({row.user_id for row in views["user_window"]}) == 294  # type: ignore[union-attr]
+    assert dead_letters(kafka, topics.dead_letters) == []
