@@ -105,6 +105,16 @@ def newest_checkpoint_after(checkpoints: Path, moment: float) -> Callable[[], bo
     return check
 
 
+def all_windows_fired(
+    kafka: KafkaSettings, topic: str, expected: dict[str, Sequence[FeatureUpdate]]
+) -> Callable[[], bool]:
+    def check() -> bool:
+        views = changelog(kafka, topic)
+        return all(len(as_set(views[view])) >= len(rows) for view, rows in expected.items())
+
+    return check
+
+
 def sentinels(topic_partitions: int, after_ts: int) -> list[tuple[int, BehaviorEvent]]:
     """One event a day after the data in every partition: moves every watermark past the end."""
     return [
@@ -143,15 +153,8 @@ def test_restore_from_checkpoint_after_a_kill(
     }
     restored = start(kafka, topics, [*flags, "--restore-from", "latest"])
     try:
-        wait_until(
-            lambda: (
-                len(as_set(changelog(kafka, topics.changelog)["user_window"]))
-                >= len(expected["user_window"])
-            ),
-            "every window after the restore",
-            timeout_s=300,
-        )
-        time.sleep(2)  # the category windows fire on the same watermark, a moment later
+        fired = all_windows_fired(kafka, topics.changelog, expected)
+        wait_until(fired, "every window after the restore", timeout_s=300)
     finally:
         kill(restored)
     views = changelog(kafka, topics.changelog)
