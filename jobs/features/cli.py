@@ -56,6 +56,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--restore-from", help="checkpoint path, or 'latest' in --checkpoint-dir")
     parser.add_argument("--explain", action="store_true", help="print the SQL and exit")
+    parser.add_argument(
+        "--detach", action="store_true", help="submit and return (for `flink run -d`)"
+    )
+    parser.add_argument(
+        "--jar",
+        action="append",
+        type=Path,
+        help="connector/function jars to use instead of building them here (repeatable)",
+    )
     return parser
 
 
@@ -70,7 +79,9 @@ def settings_from(args: argparse.Namespace, cache_dir: Path) -> FeatureJobSettin
         kafka_properties=kafka.extra,
         bounded=args.bounded,
         from_earliest=not args.from_group_offsets,
-        connector_jars=(kafka_connector_jar(cache_dir), functions_jar(cache_dir)),
+        connector_jars=tuple(
+            args.jar or (kafka_connector_jar(cache_dir), functions_jar(cache_dir))
+        ),
         **values,
     )
 
@@ -112,5 +123,6 @@ def main(argv: list[str] | None = None) -> int:
     client = result.get_job_client()
     if client is not None:
         print(f"job id {client.get_job_id()}", file=sys.stderr, flush=True)
-    result.wait()
+    if not args.detach:
+        result.wait()
     return 0
