@@ -1,0 +1,5 @@
+import sys
+
+from jobs.feature_writer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,80 @@
+"""``python -m jobs.feature_writer``: the changelog-to-online-store process."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any
+
+import redis
+
+from jobs.feature_writer.codec import FeatureUpdateCodec
+from jobs.feature_writer.loop import FeatureWriterLoop
+from jobs.feature_writer.redis_store import OnlineStoreWriter
+from jobs.feature_writer.settings import WriterSettings, parse_args, settings_from
+from schemas.consumer import RecordConsumer
+from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.topics import dead_letter_topic
+
+logger = logging.getLogger("jobs.feature_writer")
+
+
+def redis_client(url: str) -> redis.Redis:
+    """A client that fails fast, so the loop's own backoff handles outages."""
+    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=2.0)
+
+
+def build_loop(settings: WriterSettings, stop: threading.Event | None = None) -> FeatureWriterLoop:
+    """Consumer, online-store writer and loop wired from ``settings``."""
+    ensure_topics(
+        settings.kafka,
+        [
+            TopicSpec(settings.topic, partitions=4),
+            dead_letter_spec(dead_letter_topic(settings.topic)),
+        ],
+    )
+    consumer: RecordConsumer[Any] = RecordConsumer(
+        settings.kafka, [settings.topic], settings.group_id, FeatureUpdateCodec()
+    )
+    writer = OnlineStoreWriter(
+        redis_client(settings.redis_url), settings.project, settings.key_ttl_seconds
+    )
+    return FeatureWriterLoop(
+        consumer,
+        writer,
+        settings.conversion,
+        batch_size=settings.batch_size,
+        batch_timeout_s=settings.batch_timeout_s,
+        stop=stop,
+    )
+
+
+def install_stop_handlers(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT finish the current batch, commit and exit."""
+
+    def request_stop(signum: int, _frame: FrameType | None) -> None:
+        logger.info("signal %s: finishing the current batch", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings = settings_from(args)
+    logger.info("starting: %s", settings.describe())
+    stop = threading.Event()
+    install_stop_handlers(stop)
+    loop = build_loop(settings, stop)
+    try:
+        loop.run(max_records=args.max_records, max_seconds=args.max_seconds)
+    finally:
+        loop.close()
+    return 0

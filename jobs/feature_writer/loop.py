@@ -1,0 +1,167 @@
+"""The writer's loop: poll a batch, coalesce, convert, one Redis pipeline, then commit.
+
+Offsets are committed only after Redis acknowledged the batch (at-least-once;
+the upserts are idempotent, so a replay rewrites the same rows). While Redis is
+unreachable the same batch is retried with capped exponential backoff, nothing
+is committed, and the loop carries on once Redis answers again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from confluent_kafka import KafkaException
+
+from jobs.feature_writer.errors import WriterStopped
+from jobs.feature_writer.redis_store import OnlineStoreWriter, WriteResult
+from jobs.feature_writer.rows import ConversionOptions, FeatureRow, convert_batch
+from schemas.consumer import RecordConsumer
+from schemas.errors import SchemaViolation
+from schemas.features import FeatureUpdate
+
+logger = logging.getLogger(__name__)
+STATS_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Capped exponential delays between Redis retries."""
+
+    initial_s: float = 0.1
+    max_s: float = 5.0
+
+    def delay(self, attempt: int) -> float:
+        return float(min(self.max_s, self.initial_s * 2 ** max(0, attempt - 1)))
+
+
+@dataclass
+class WriterStats:
+    records: int = 0  # valid changelog records consumed
+    rows: int = 0  # rows sent to Redis after coalescing
+    written: int = 0
+    stale: int = 0  # not written: Redis held a row at least as new
+    bad_rows: int = 0  # records that decoded but could not be converted (dead-lettered)
+    batches: int = 0
+    redis_failures: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def line(self) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        return (
+            f"records={self.records} ({self.records / elapsed:,.0f}/s) rows={self.rows} "
+            f"written={self.written} stale={self.stale} bad={self.bad_rows} "
+            f"batches={self.batches} redis_failures={self.redis_failures}"
+        )
+
+
+class FeatureWriterLoop:
+    """Drives one :class:`RecordConsumer` of :data:`FeatureUpdate` into the online store."""
+
+    def __init__(
+        self,
+        consumer: RecordConsumer[Any],
+        writer: OnlineStoreWriter,
+        options: ConversionOptions,
+        *,
+        batch_size: int = 2000,
+        batch_timeout_s: float = 0.2,
+        stop: threading.Event | None = None,
+        backoff: Backoff = Backoff(),
+    ) -> None:
+        self._consumer = consumer
+        self._writer = writer
+        self._options = options
+        self._batch_size = batch_size
+        self._batch_timeout_s = batch_timeout_s
+        self.stop = stop or threading.Event()
+        self._backoff = backoff
+        self.stats = WriterStats()
+
+    def run(self, max_records: int | None = None, max_seconds: float | None = None) -> WriterStats:
+        """Loop until stopped, or until ``max_records`` / ``max_seconds`` (for tests, benches)."""
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        next_report = time.monotonic() + STATS_EVERY_S
+        try:
+            while not self.stop.is_set():
+                self.run_batch()
+                now = time.monotonic()
+                if max_records is not None and self.stats.records >= max_records:
+                    break
+                if deadline is not None and now >= deadline:
+                    break
+                if now >= next_report:
+                    logger.info("progress: %s", self.stats.line())
+                    next_report = now + STATS_EVERY_S
+        except WriterStopped as stopped:
+            logger.warning("%s", stopped)
+        logger.info("stopped: %s", self.stats.line())
+        return self.stats
+
+    def run_batch(self) -> int:
+        """One poll-write-commit cycle; returns the number of valid records polled."""
+        batch = self._consumer.poll_batch(self._batch_size, self._batch_timeout_s)
+        rows = self._convert(batch)
+        if rows:
+            result = self._write_until_done(rows)
+            self.stats.written += result.written
+            self.stats.stale += result.skipped_stale
+        self._commit()
+        self.stats.records += len(batch)
+        self.stats.rows += len(rows)
+        self.stats.batches += 1 if batch else 0
+        return len(batch)
+
+    def close(self) -> None:
+        """Leave the consumer group; uncommitted records go to the next owner."""
+        self._consumer.close()
+
+    def _convert(self, batch: Sequence[tuple[Any, FeatureUpdate]]) -> list[FeatureRow]:
+        rows, failed = convert_batch(batch, self._options)
+        for message, update, exc in failed:
+            # Decodes, but a packed sequence or trend string is broken: bad input is data.
+            self._consumer.dead_letters.publish(
+                message, SchemaViolation(f"cannot convert {type(update).__name__}: {exc}")
+            )
+            self.stats.bad_rows += 1
+        return rows
+
+    def _write_until_done(self, rows: Sequence[FeatureRow]) -> WriteResult:
+        attempt = 0
+        while True:
+            try:
+                result = self._writer.write(rows)
+            except redis.RedisError as exc:
+                attempt += 1
+                self.stats.redis_failures += 1
+                delay = self._backoff.delay(attempt)
+                logger.error(
+                    "Redis write failed (attempt %d: %s: %s); %d rows stay uncommitted, "
+                    "retrying in %.1f s",
+                    attempt, type(exc).__name__, exc, len(rows), delay,
+                )  # fmt: skip
+                if self.stop.wait(delay):
+                    raise WriterStopped(
+                        f"stop requested while Redis was failing; {len(rows)} rows not "
+                        "committed, they will be consumed again"
+                    ) from exc
+                continue
+            if attempt:
+                logger.warning("Redis is back after %d failed attempts", attempt)
+            return result
+
+    def _commit(self) -> None:
+        try:
+            self._consumer.commit()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is None or not hasattr(error, "fatal") or error.fatal():
+                raise
+            # Typically a rebalance while we waited for Redis: the partitions moved,
+            # whoever owns them now replays from the last commit (idempotent upserts).
+            logger.warning("offsets not committed (%s); the records will be consumed again", error)

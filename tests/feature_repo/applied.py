@@ -1,0 +1,78 @@
+"""``feast apply`` of a temporary copy of feature_repo/, on the test stack's Redis.
+
+The copy gets its own project name, so its rows never meet anyone else's in a
+shared Redis, and its registry lives in the temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+from feast import FeatureStore
+
+from jobs.feature_writer.feast_env import FEAST_REDIS_ENV, FEAST_REGISTRY_ENV, load_store
+from tests.conftest import Endpoints
+
+REPO = Path(__file__).resolve().parents[2] / "feature_repo"
+
+
+@dataclass(frozen=True)
+class AppliedRepo:
+    path: Path
+    project: str
+    redis_url: str
+    store: FeatureStore
+    client: redis.Redis
+
+
+def feast_apply(repo: Path, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run the real ``feast apply`` CLI in ``repo``, as a user would."""
+    feast = Path(sys.executable).parent / "feast"
+    return subprocess.run(
+        [str(feast), "apply"], cwd=repo, env=environ, capture_output=True, text=True, timeout=180
+    )
+
+
+def applied_copy(tmp: Path, redis_url: str) -> AppliedRepo:
+    repo = tmp / "feature_repo"
+    shutil.copytree(REPO, repo, ignore=shutil.ignore_patterns("__pycache__"))
+    project = f"streamrec_t{uuid.uuid4().hex[:8]}"
+    yaml_path = repo / "feature_store.yaml"
+    yaml_path.write_text(yaml_path.read_text().replace("project: streamrec", f"project: {project}"))
+    env = {
+        **os.environ,
+        "STREAMREC_REDIS_URL": redis_url,
+        "STREAMREC_STACK_HOME": str(tmp / "stack"),
+    }
+    env.pop(FEAST_REDIS_ENV, None)
+    env.pop(FEAST_REGISTRY_ENV, None)
+    exports = subprocess.run(
+        [sys.executable, "-m", "jobs.feature_writer.feast_env"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    for line in exports.stdout.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        env[name] = value.strip("'")
+    done = feast_apply(repo, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp / "stack" / "feast" / "registry.db").is_file()
+    store = load_store(repo, env)
+    return AppliedRepo(repo, project, redis_url, store, redis.Redis.from_url(redis_url))
+
+
+@pytest.fixture(scope="session")
+def feast_repo(stack: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppliedRepo]:
+    if not stack.redis_url:
+        pytest.skip("no Redis: set STREAMREC_TEST_REDIS_URL with an external stack")
+    applied = applied_copy(tmp_path_factory.mktemp("feast"), stack.redis_url)
+    yield applied
+    applied.client.close()

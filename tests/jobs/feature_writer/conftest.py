@@ -1,0 +1,3 @@
+from tests.feature_repo.applied import feast_repo
+
+__all__ = ["feast_repo"]

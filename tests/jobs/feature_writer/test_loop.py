@@ -1,0 +1,116 @@
+"""The loop's contract, with stand-ins for Kafka and Redis: commit only after Redis said yes."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import redis
+
+from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
+from jobs.feature_writer.redis_store import WriteResult
+from jobs.feature_writer.rows import ConversionOptions, FeatureRow
+from schemas.errors import InvalidRecord
+from schemas.features import UserRecentEvents
+from tests.jobs.feature_writer.samples import T0, item_window, recent
+
+
+class FakeDeadLetters:
+    def __init__(self) -> None:
+        self.published: list[tuple[Any, InvalidRecord]] = []
+
+    def publish(self, message: Any, error: InvalidRecord) -> None:
+        self.published.append((message, error))
+
+
+class FakeConsumer:
+    def __init__(self, batches: list[list[tuple[Any, Any]]]) -> None:
+        self.batches = batches
+        self.commits = 0
+        self.dead_letters = FakeDeadLetters()
+
+    def poll_batch(self, max_records: int = 500, timeout_s: float = 0.5) -> list[tuple[Any, Any]]:
+        return self.batches.pop(0) if self.batches else []
+
+    def commit(self) -> None:
+        self.commits += 1
+
+    def close(self) -> None:
+        pass
+
+
+class FlakyWriter:
+    """Fails ``failures`` times, then writes; records what it saw and when."""
+
+    def __init__(self, failures: int, consumer: FakeConsumer) -> None:
+        self.failures = failures
+        self.consumer = consumer
+        self.commits_seen_at_success: list[int] = []
+        self.rows: list[FeatureRow] = []
+
+    def write(self, rows: list[FeatureRow]) -> WriteResult:
+        if self.failures:
+            self.failures -= 1
+            raise redis.ConnectionError("Connection refused")
+        self.commits_seen_at_success.append(self.consumer.commits)
+        self.rows += rows
+        return WriteResult(len(rows), 0)
+
+
+def make_loop(
+    consumer: FakeConsumer, writer: FlakyWriter, stop: threading.Event | None = None
+) -> FeatureWriterLoop:
+    return FeatureWriterLoop(
+        consumer,  # type: ignore[arg-type]
+        writer,  # type: ignore[arg-type]
+        ConversionOptions(),
+        backoff=Backoff(initial_s=0.001, max_s=0.002),
+        stop=stop,
+    )
+
+
+def test_backoff_doubles_up_to_the_cap() -> None:
+    backoff = Backoff(initial_s=0.1, max_s=0.5)
+    assert [backoff.delay(n) for n in range(1, 6)] == [0.1, 0.2, 0.4, 0.5, 0.5]
+
+
+def test_retries_redis_and_commits_only_after_success() -> None:
+    consumer = FakeConsumer([[("m1", recent(user_id=1)), ("m2", item_window())]])
+    writer = FlakyWriter(failures=3, consumer=consumer)
+    loop = make_loop(consumer, writer)
+    assert loop.run_batch() == 2
+    assert writer.commits_seen_at_success == [0]
+    assert consumer.commits == 1
+    assert loop.stats.redis_failures == 3
+    assert (loop.stats.records, loop.stats.rows, loop.stats.written) == (2, 2, 2)
+
+
+def test_stop_while_redis_is_down_leaves_the_batch_uncommitted() -> None:
+    consumer = FakeConsumer([[("m1", recent(user_id=1))]])
+    stop = threading.Event()
+    writer = FlakyWriter(failures=10**9, consumer=consumer)
+    loop = make_loop(consumer, writer, stop)
+    timer = threading.Timer(0.05, stop.set)
+    timer.start()
+    stats = loop.run(max_seconds=10)
+    timer.join()
+    assert consumer.commits == 0
+    assert stats.redis_failures > 0 and stats.written == 0
+
+
+def test_unconvertible_update_is_dead_lettered_and_the_rest_written() -> None:
+    broken = UserRecentEvents(user_id=9, latest_ts=T0, events=[f"{T0}:x:1:pv"])
+    consumer = FakeConsumer([[("good", recent(user_id=1)), ("bad", broken)]])
+    writer = FlakyWriter(failures=0, consumer=consumer)
+    loop = make_loop(consumer, writer)
+    loop.run_batch()
+    [(message, error)] = consumer.dead_letters.published
+    assert message == "bad" and error.kind == "schema"
+    assert [row.entity_id for row in writer.rows] == [1]
+    assert consumer.commits == 1
+
+
+def test_run_stops_after_max_records() -> None:
+    consumer = FakeConsumer([[("m", recent(user_id=n))] for n in range(1, 10)])
+    loop = make_loop(consumer, FlakyWriter(0, consumer))
+    assert loop.run(max_records=3).records == 3
