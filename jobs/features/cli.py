@@ -20,6 +20,7 @@ from jobs.features.functions_jar import functions_jar
 from jobs.features.settings import MINUTE_MS, FeatureJobSettings, env_overrides
 from jobs.localstack.flink_connectors import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
+from schemas.features import VIEW_TAGS
 from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
 
 CHANGELOG_PARTITIONS = 4
@@ -35,6 +36,7 @@ _FLAGS: dict[str, tuple[type, str]] = {
     "out_of_orderness_ms": (int, "watermark delay behind the newest event"),
     "idle_timeout_ms": (int, "a partition quiet this long stops holding back the watermark"),
     "max_future_skew_ms": (int, "events further ahead of the clock are refused"),
+    "buffer_timeout_ms": (int, "longest wait of a half-full network buffer (latency)"),
     "checkpoint_dir": (Path, "enables checkpoints, kept here"),
     "checkpoint_interval_ms": (int, "time between checkpoints"),
     "parallelism": (int, "operator parallelism"),
@@ -53,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bounded", action="store_true", help="stop at the offsets seen at start")
     parser.add_argument(
         "--from-group-offsets", action="store_true", help="resume the group, not the earliest"
+    )
+    parser.add_argument(
+        "--views", help=f"comma-separated subset of {','.join(VIEW_TAGS)} (default: all)"
     )
     parser.add_argument("--restore-from", help="checkpoint path, or 'latest' in --checkpoint-dir")
     parser.add_argument("--explain", action="store_true", help="print the SQL and exit")
@@ -79,6 +84,7 @@ def settings_from(args: argparse.Namespace, cache_dir: Path) -> FeatureJobSettin
         kafka_properties=kafka.extra,
         bounded=args.bounded,
         from_earliest=not args.from_group_offsets,
+        views=tuple(args.views.split(",")) if args.views else VIEW_TAGS,
         connector_jars=tuple(
             args.jar or (kafka_connector_jar(cache_dir), functions_jar(cache_dir))
         ),

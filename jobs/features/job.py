@@ -15,6 +15,11 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
         "table.local-time-zone": "UTC",
         "parallelism.default": str(settings.parallelism),
         "pipeline.name": "streamrec-features",
+        # Operators hand records on without copying; the SQL operators allow it.
+        "pipeline.object-reuse": "true",
+        # A half-full network buffer waits at most this long: the fresh view's
+        # latency, paid at every exchange between operators (default 100 ms).
+        "execution.buffer-timeout.interval": f"{settings.buffer_timeout_ms} ms",
         "pipeline.jars": ";".join(path.resolve().as_uri() for path in settings.connector_jars),
     }
     if settings.checkpoint_dir is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
+from schemas.features import VIEW_TAGS
 from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
 
 ENV_PREFIX = "STREAMREC_FEATURES_"
@@ -37,18 +38,23 @@ class FeatureJobSettings:
     idle_timeout_ms: int = 30_000
     max_future_skew_ms: int = DEFAULT_MAX_FUTURE_SKEW_MS
     max_event_bytes: int = KIB
+    buffer_timeout_ms: int = 10
     checkpoint_dir: Path | None = None
     checkpoint_interval_ms: int = 10_000
     parallelism: int = 1
     bounded: bool = False
     from_earliest: bool = True
     connector_jars: tuple[Path, ...] = ()
+    views: tuple[str, ...] = VIEW_TAGS
 
     def __post_init__(self) -> None:
         if self.window_ms % self.slide_ms:
             raise ValueError(
                 f"window {self.window_ms} ms must be a whole number of slides ({self.slide_ms} ms)"
             )
+        unknown = set(self.views) - set(VIEW_TAGS)
+        if unknown:
+            raise ValueError(f"unknown views {sorted(unknown)}; choose from {VIEW_TAGS}")
         for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

@@ -164,15 +164,27 @@ FROM behavior_classified
 WHERE error_kind IS NULL""".replace("{digits}", str(TS_DIGITS))
 
 
+# The changelog carries about ten rows per event: batch and compress them.
+CHANGELOG_PRODUCER = {
+    "properties.linger.ms": "20",
+    "properties.batch.size": "524288",
+    "properties.compression.type": "lz4",
+}
+
+
 def changelog_ddl(settings: FeatureJobSettings, table: str, columns: str) -> str:
     """A Kafka sink on the changelog topic; every view's table writes to the same topic."""
-    options = kafka_options(settings, settings.changelog_topic) | {
-        "key.format": "raw",
-        "key.fields": "changelog_key",
-        "value.format": "json",
-        "value.fields-include": "EXCEPT_KEY",
-        "sink.delivery-guarantee": "at-least-once",
-    }
+    options = (
+        kafka_options(settings, settings.changelog_topic)
+        | CHANGELOG_PRODUCER
+        | {
+            "key.format": "raw",
+            "key.fields": "changelog_key",
+            "value.format": "json",
+            "value.fields-include": "EXCEPT_KEY",
+            "sink.delivery-guarantee": "at-least-once",
+        }
+    )
     return f"""CREATE TEMPORARY TABLE {table} (
   changelog_key STRING,
   `view` STRING,
@@ -296,11 +308,12 @@ def statements(settings: FeatureJobSettings) -> tuple[list[str], list[str]]:
         dead_letter_ddl(settings),
         *(changelog_ddl(settings, table, cols) for table, cols in SINK_COLUMNS.items()),
     ]
-    inserts = [
-        dead_letter_insert(settings),
-        user_recent_insert(settings),
-        user_window_insert(settings),
-        item_window_insert(),
-        category_window_insert(settings),
-    ]
+    views = {
+        "user_recent": user_recent_insert(settings),
+        "user_window": user_window_insert(settings),
+        "item_window": item_window_insert(),
+        "category_window": category_window_insert(settings),
+    }
+    inserts = [dead_letter_insert(settings)]
+    inserts += [insert for view, insert in views.items() if view in settings.views]
     return ddl, inserts

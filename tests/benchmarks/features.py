@@ -1,0 +1,142 @@
+"""``make bench-features``: feature-job throughput and freshness, with the other implementation.
+
+Throughput: the Taobao stream, looped, on one topic; each job reads it to the
+end (bounded) and its rate is events over the span between its first and last
+changelog record (so JVM start and job build are left out). Side by side: the
+SQL job with every view, the SQL job with only the user windows, and the
+Python DataStream job computing the same user windows (``jobs.features.datastream``);
+the two user-window outputs are compared row for row.
+
+Freshness: the SQL job and the feature writer run live; events are replayed at
+a steady rate with their times moved to now, and a probe reads the online store
+(Redis, in Feast's format) until each sampled click is readable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from jobs.features.functions_jar import functions_jar
+from jobs.localstack.flink_connectors import kafka_connector_jar
+from jobs.localstack.session import kafka_for_run
+from jobs.localstack.settings import StackSettings
+from jobs.replay.readback import high_watermarks, read_range
+from jobs.replay.run import ReplayOptions, run_replay
+from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from tests.benchmarks.freshness import measure_freshness, percentile
+from tests.benchmarks.report import print_table, result_line, save_bar_plot
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_module(module: str, args: list[str], kafka: KafkaSettings, timeout_s: float = 1800) -> None:
+    env = {**os.environ, "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    result = subprocess.run([sys.executable, "-m", module, *args], cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=timeout_s)  # fmt: skip
+    if result.returncode != 0:
+        raise RuntimeError(f"{module} failed:\n{result.stderr[-3000:]}")
+
+
+def output_rate(kafka: KafkaSettings, topic: str, events: int) -> tuple[float, list[bytes]]:
+    """Events per second over the span of the job's output, and the output values."""
+    messages = list(read_range(kafka, topic, {}, high_watermarks(kafka, topic)))
+    stamps = [m.timestamp()[1] for m in messages]
+    span_s = (max(stamps) - min(stamps)) / 1000
+    return events / span_s, [m.value() for m in messages]
+
+
+def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float]:
+    source = f"bench-features-{uuid.uuid4().hex[:8]}"
+    ensure_topics(kafka, [TopicSpec(source, 1)])  # one partition: see jobs.features.datastream
+    events = run_replay(ReplayOptions(topic=source, loops=loops), kafka).events
+    connector, functions = kafka_connector_jar(cache), functions_jar(cache)
+    rates: dict[str, float] = {}
+    outputs: dict[str, list[bytes]] = {}
+    runs = {
+        "sql, all views": ("jobs.features", []),
+        "sql, user windows": ("jobs.features", ["--views", "user_window"]),
+        "datastream, user windows": ("jobs.features.datastream", []),
+    }
+    for label, (module, extra) in runs.items():
+        out = f"{source}-{len(rates)}"
+        # Stamped by the broker on arrival: the DataStream sink would stamp event times.
+        ensure_topics(kafka, [TopicSpec(out, 1, {"message.timestamp.type": "LogAppendTime"})])
+        common = ["--source-topic", source, "--changelog-topic", out, "--bounded"]
+        common += ["--jar", str(connector)]
+        if module == "jobs.features":
+            common += ["--dead-letter-topic", out + "-dlq", "--group-id", out]
+            common += ["--jar", str(functions)]
+        print(f"running {label} over {events:,} events", file=sys.stderr)
+        run_module(module, [*common, *extra], kafka)
+        rates[label], outputs[label] = output_rate(kafka, out, events)
+    same = sorted(outputs["sql, user windows"]) == sorted(outputs["datastream, user windows"])
+    print(f"user-window rows identical between implementations: {same}", file=sys.stderr)
+    return rates
+
+
+@contextmanager
+def live_pipeline(kafka: KafkaSettings, redis_url: str, cache: Path) -> Iterator[str]:
+    """The SQL job and the feature writer running on fresh topics; yields the source topic."""
+    source = f"bench-fresh-{uuid.uuid4().hex[:8]}"
+    changelog = source + "-features"
+    ensure_topics(kafka, [TopicSpec(source, 4), TopicSpec(changelog, 4)])
+    env = {**os.environ, "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+           "STREAMREC_REDIS_URL": redis_url}  # fmt: skip
+    job = subprocess.Popen(
+        [sys.executable, "-m", "jobs.features", "--source-topic", source, "--changelog-topic",
+         changelog, "--dead-letter-topic", source + "-dlq", "--group-id", source,
+         "--jar", str(kafka_connector_jar(cache)), "--jar", str(functions_jar(cache))],
+        cwd=REPO, env=env, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "jobs.feature_writer", "--topic", changelog, "--group-id",
+         source, "--batch-timeout", "0.02"],
+        cwd=REPO, env=env, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        yield source
+    finally:
+        for process in (job, writer):
+            os.killpg(process.pid, 15)
+            process.wait(timeout=60)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.features", description=__doc__
+    )
+    parser.add_argument("--loops", type=int, default=2, help="passes over the stream file")
+    parser.add_argument("--rate", type=int, default=2000, help="events/s for freshness")
+    parser.add_argument("--seconds", type=int, default=20, help="freshness run length")
+    parser.add_argument("--plot", type=Path, default=Path("reports/bench-features.png"))
+    args = parser.parse_args(argv)
+    stack = StackSettings.from_env()
+    redis_url = os.environ.get("STREAMREC_REDIS_URL", stack.redis_url)
+    with kafka_for_run() as kafka:
+        rates = throughput(kafka, stack.cache_dir, args.loops)
+        with live_pipeline(kafka, redis_url, stack.cache_dir) as source:
+            latencies = measure_freshness(kafka, redis_url, source, args.rate, args.seconds)
+    p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+    print_table(["implementation", "events/s"], [(k, f"{v:,.0f}") for k, v in rates.items()])
+    print_table(["freshness (event produced -> readable)", "ms"],
+                [("p50", f"{p50:.0f}"), ("p99", f"{p99:.0f}"), ("samples", str(len(latencies))),
+                 ("mean", f"{statistics.mean(latencies):.0f}")])  # fmt: skip
+    save_bar_plot(args.plot, "Feature job throughput (events/s, one partition)",
+                  list(rates), {"events/s": list(rates.values())})  # fmt: skip
+    print(f"plot: {args.plot}")
+    print(result_line(events_per_s=rates["sql, all views"], freshness_p50_ms=p50,
+                      freshness_p99_ms=p99,
+                      other_impl_events_per_s=rates["datastream, user windows"]))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
