@@ -45,6 +45,8 @@ class WriterSettings:
             topic=env.get(WRITER_PREFIX + "TOPIC", FEATURE_UPDATES),
             group_id=env.get(WRITER_PREFIX + "GROUP_ID", DEFAULT_GROUP_ID),
             redis_url=env.get(REDIS_URL_ENV, DEFAULT_REDIS_URL),
+            # The Feast project of feature_store.yaml; keys are namespaced by it.
+            project=env.get(WRITER_PREFIX + "PROJECT", PROJECT),
             batch_size=_int(env, "BATCH_SIZE", cls.batch_size),
             batch_timeout_s=_float(env, "BATCH_TIMEOUT_S", cls.batch_timeout_s),
             horizon_ms=_int(env, "HORIZON_MS", cls.horizon_ms),
