@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: help setup up down status test test-unit lint typecheck demo bench-ingest schemas clean
+.PHONY: help setup up down status test test-unit lint demo bench-ingest bench-features \
+	features feature-writer feast-apply schemas clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -47,6 +48,18 @@ demo: $(STAMP) ## bring the stack up, replay the Taobao stream, check counts in 
 
 bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw confluent-kafka
 	$(PY) -m tests.benchmarks.ingest
+
+bench-features: $(STAMP) ## feature-job events/s (SQL vs Python DataStream) and freshness
+	$(PY) -m tests.benchmarks.features
+
+features: $(STAMP) ## run the streaming feature job locally (mini-cluster) against the stack
+	$(PY) -m jobs.features
+
+feature-writer: $(STAMP) ## run the feature writer (changelog -> Feast online store)
+	$(PY) -m jobs.feature_writer
+
+feast-apply: $(STAMP) ## register the feature views (registry under .stack/feast)
+	eval "$$($(PY) -m jobs.feature_writer.feast_env)" && cd feature_repo && ../$(VENV)/bin/feast apply
 
 clean: down ## stop the stack and remove its data (downloads stay cached)
 	rm -rf .stack
