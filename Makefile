@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
 .PHONY: help setup up down status test test-unit lint demo bench-ingest bench-features \
-	features feature-writer feast-apply schemas clean
+	features features-cluster feature-writer feast-apply schemas clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -54,6 +54,9 @@ bench-features: $(STAMP) ## feature-job events/s (SQL vs Python DataStream) and 
 
 features: $(STAMP) ## run the streaming feature job locally (mini-cluster) against the stack
 	$(PY) -m jobs.features
+
+features-cluster: $(STAMP) ## submit the feature job to the stack's Flink cluster (flink run)
+	$(PY) -m jobs.features.submit
 
 feature-writer: $(STAMP) ## run the feature writer (changelog -> Feast online store)
 	$(PY) -m jobs.feature_writer
