@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_args
 
 import msgspec
 
@@ -28,7 +28,7 @@ from schemas.records import (
     RecRequest,
 )
 
-T = TypeVar("T", bound=msgspec.Struct)
+T = TypeVar("T")
 
 KIB = 1024
 # Producers' clocks drift; an hour of slack keeps honest ones out of the
@@ -48,7 +48,7 @@ class RecordCodec(Generic[T]):
     come from more than ``max_future_skew_ms`` in the future.
     """
 
-    record_type: type[T]
+    record_type: Any  # a Struct type, or a union of tagged Struct types
     max_bytes: int
     time_fields: tuple[str, ...] = ()
     max_future_skew_ms: int = DEFAULT_MAX_FUTURE_SKEW_MS
@@ -60,17 +60,22 @@ class RecordCodec(Generic[T]):
         object.__setattr__(self, "_decoder", msgspec.json.Decoder(self.record_type))
         object.__setattr__(self, "_encoder", msgspec.json.Encoder())
 
+    @property
+    def name(self) -> str:
+        """The record type's name for error texts (``A | B`` for a union)."""
+        name = getattr(self.record_type, "__name__", None)
+        return name or " | ".join(t.__name__ for t in get_args(self.record_type))
+
     def decode(self, raw: bytes | memoryview) -> T:
         """Return the record in ``raw`` or raise an :class:`InvalidRecord` subclass."""
         if len(raw) > self.max_bytes:
             raise OversizedRecord(
-                f"{self.record_type.__name__} of {len(raw)} bytes exceeds the "
-                f"{self.max_bytes}-byte limit"
+                f"{self.name} of {len(raw)} bytes exceeds the {self.max_bytes}-byte limit"
             )
         try:
             record = self._decoder.decode(raw)
         except msgspec.ValidationError as exc:
-            raise SchemaViolation(f"{self.record_type.__name__}: {exc}") from None
+            raise SchemaViolation(f"{self.name}: {exc}") from None
         except msgspec.DecodeError as exc:
             raise MalformedRecord(f"not valid JSON: {exc}") from None
         if self.time_fields:
@@ -79,8 +84,9 @@ class RecordCodec(Generic[T]):
 
     def _check_times(self, record: T) -> None:
         limit = self.clock() + self.max_future_skew_ms
+        # A union's variants need not all have every time field.
         for name in self.time_fields:
-            value = getattr(record, name)
+            value = getattr(record, name, None)
             if value is not None and value > limit:
                 ahead_s = (value - limit + self.max_future_skew_ms) / 1000
                 raise ImplausibleTimestamp(

@@ -11,14 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
-import msgspec
 from confluent_kafka import Consumer, KafkaException, Producer
 
 from schemas.codec import RecordCodec
 from schemas.deadletter import DeadLetterPublisher, DeadLetterRouter
 from schemas.kafka import DEAD_LETTER_MAX_BYTES, KafkaSettings
 
-T = TypeVar("T", bound=msgspec.Struct)
+T = TypeVar("T")
 
 CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable.auto.commit": False,

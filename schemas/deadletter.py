@@ -14,14 +14,12 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
-import msgspec
-
 from schemas.codec import RecordCodec, dead_letter_codec, wall_clock_ms
 from schemas.errors import ContractError, InvalidRecord
 from schemas.records import DeadLetter
 from schemas.topics import dead_letter_topic
 
-T = TypeVar("T", bound=msgspec.Struct)
+T = TypeVar("T")
 
 
 class ConsumedMessage(Protocol):

@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from jobs.feature_writer.codec import FeatureUpdateCodec
+from jobs.feature_writer.codec import feature_update_codec
 from jobs.feature_writer.loop import FeatureWriterLoop
 from jobs.feature_writer.redis_store import OnlineStoreWriter
 from jobs.feature_writer.settings import WriterSettings, parse_args, settings_from
@@ -37,7 +37,7 @@ def build_loop(settings: WriterSettings, stop: threading.Event | None = None) ->
         ],
     )
     consumer: RecordConsumer[Any] = RecordConsumer(
-        settings.kafka, [settings.topic], settings.group_id, FeatureUpdateCodec()
+        settings.kafka, [settings.topic], settings.group_id, feature_update_codec()
     )
     writer = OnlineStoreWriter(
         redis_client(settings.redis_url), settings.project, settings.key_ttl_seconds

@@ -146,10 +146,10 @@ def encode_value(kind: FeatureKind, value: Any) -> bytes:
     # Same bytes as ValueProto(kind=list_type(val=value)), without building the
     # outer message: the field's tag, the inner message's length, the inner message.
     inner: bytes = list_type(val=value).SerializeToString()
-    return _LIST_TAGS[kind] + _varint(len(inner)) + inner
+    return _LIST_TAGS[kind] + varint(len(inner)) + inner
 
 
-def _varint(n: int) -> bytes:
+def varint(n: int) -> bytes:
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jobs.feature_writer.feast_format import FeatureKind, encode_value
+from jobs.feature_writer.feast_format import FeatureKind, encode_value, varint
 from schemas.features import TS_DIGITS
 from schemas.records import BEHAVIORS
 
@@ -171,22 +171,11 @@ def _frame_rows(
         body = payload[start:end]
         # A packed repeated field is one length-delimited field 1; strings are already framed.
         if packed and body:
-            body = (
-                b"\n" + (varints[len(body)] if len(body) < 1 << 14 else _varint(len(body))) + body
-            )
+            body = b"\n" + (varints[len(body)] if len(body) < 1 << 14 else varint(len(body))) + body
         size = len(body)
-        rows.append(tag + (varints[size] if size < 1 << 14 else _varint(size)) + body)
+        rows.append(tag + (varints[size] if size < 1 << 14 else varint(size)) + body)
     return rows
 
 
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 # Lengths of the messages framed here stay far below this; bigger ones are computed.
-_VARINTS = [_varint(n) for n in range(1 << 14)]
+_VARINTS = [varint(n) for n in range(1 << 14)]

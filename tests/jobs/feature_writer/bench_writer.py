@@ -27,7 +27,7 @@ import pandas as pd  # type: ignore[import-untyped]
 from confluent_kafka import Producer
 
 from jobs.feature_writer.cli import build_loop, redis_client
-from jobs.feature_writer.codec import FeatureUpdateCodec
+from jobs.feature_writer.codec import feature_update_codec
 from jobs.feature_writer.redis_store import OnlineStoreWriter
 from jobs.feature_writer.rows import ConversionOptions, FeatureRow, to_row, to_rows
 from jobs.feature_writer.settings import WriterSettings
@@ -72,7 +72,7 @@ def taobao_records(limit: int) -> list[bytes]:
 
 
 def bench_direct(raw: list[bytes], writer: OnlineStoreWriter, batch: int) -> float:
-    codec, options = FeatureUpdateCodec(), ConversionOptions()
+    codec, options = feature_update_codec(), ConversionOptions()
     start = time.perf_counter()
     for i in range(0, len(raw), batch):
         writer.write(to_rows([codec.decode(r) for r in raw[i : i + batch]], options))
@@ -140,11 +140,11 @@ def main() -> None:
     )
     writer = OnlineStoreWriter(redis_client(settings.redis_url), "streamrec_bench")
     direct = bench_direct(raw, writer, args.batch)
-    codec, options = FeatureUpdateCodec(), ConversionOptions()
+    codec, options = feature_update_codec(), ConversionOptions()
     sample = [to_row(update, options) for update in map(codec.decode, raw[: args.feast_rows])]
     feast = bench_feast(sample, settings.redis_url)
     kafka = bench_kafka(raw, settings.kafka, settings.redis_url, args.batch)
-    sizes = [len(u.events) for u in map(FeatureUpdateCodec().decode, raw[:5000])]  # type: ignore[union-attr]
+    sizes = [len(u.events) for u in map(feature_update_codec().decode, raw[:5000])]  # type: ignore[union-attr]
     print(
         f"workload {args.workload}: {len(raw)} records, "
         f"{sum(sizes) / len(sizes):.1f} packed events each"

@@ -16,7 +16,7 @@ import redis
 from confluent_kafka import Producer
 
 from jobs.feature_writer.cli import redis_client
-from jobs.feature_writer.codec import FeatureUpdateCodec
+from jobs.feature_writer.codec import feature_update_codec
 from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
 from jobs.feature_writer.redis_store import OnlineStoreWriter, read_rows
 from jobs.feature_writer.rows import ConversionOptions
@@ -85,7 +85,7 @@ def test_writer_survives_redis_outage(
     kafka: KafkaSettings, topic_factory: TopicFactory, own_redis: OwnRedis
 ) -> None:
     topic, group = topic_factory(partitions=1), f"fw-{uuid.uuid4().hex[:8]}"
-    consumer = RecordConsumer(kafka, [topic], group, FeatureUpdateCodec())
+    consumer = RecordConsumer(kafka, [topic], group, feature_update_codec())
     client = redis_client(own_redis.url)
     loop = FeatureWriterLoop(
         consumer, OnlineStoreWriter(client, PROJECT), ConversionOptions(),
