@@ -1,0 +1,1 @@
+"""``make demo``: the pipeline's main job on real data, on the embedded local stack."""

@@ -1,0 +1,5 @@
+import sys
+
+from jobs.demo.cli import main
+
+sys.exit(main())
