@@ -87,6 +87,12 @@ VIEW_TAGS: tuple[str, ...] = ("user_recent", "user_window", "item_window", "cate
 TREND_WEIGHTS: dict[Behavior, int] = {"pv": 1, "fav": 2, "cart": 3, "buy": 4}
 
 
+def view_of(update: FeatureUpdate) -> str:
+    """The ``view`` tag an update carries on the changelog."""
+    tag: str = type(update).__struct_config__.tag  # type: ignore[assignment]
+    return tag
+
+
 def pack_event(ts: int, item_id: int, category_id: int, behavior: str) -> str:
     return f"{ts:0{TS_DIGITS}d}:{item_id}:{category_id}:{behavior}"
 

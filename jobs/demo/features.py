@@ -10,15 +10,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
-from jobs.feature_writer.feast_env import feast_environment, load_store
+from jobs.feature_writer.codec import feature_update_codec
+from jobs.feature_writer.feast_env import feast_apply, feast_environment, load_store
 from jobs.replay.readback import high_watermarks, read_range
-from schemas.features import FeatureUpdate
+from schemas.features import view_of
 from schemas.kafka import KafkaSettings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_UPDATES = msgspec.json.Decoder(FeatureUpdate)
 
 
 def run(module: str, args: list[str], env: dict[str, str]) -> None:
@@ -29,10 +27,9 @@ def run(module: str, args: list[str], env: dict[str, str]) -> None:
 
 
 def changelog_counts(kafka: KafkaSettings, topic: str) -> Counter[str]:
-    counts: Counter[str] = Counter()
-    for message in read_range(kafka, topic, {}, high_watermarks(kafka, topic)):
-        counts[type(_UPDATES.decode(message.value())).__struct_config__.tag] += 1  # type: ignore[index]
-    return counts
+    codec = feature_update_codec()
+    messages = read_range(kafka, topic, {}, high_watermarks(kafka, topic))
+    return Counter(view_of(codec.decode(message.value())) for message in messages)
 
 
 def feature_step(kafka: KafkaSettings, redis_url: str, source: str) -> tuple[Counter[str], int]:
@@ -51,13 +48,11 @@ def feature_step(kafka: KafkaSettings, redis_url: str, source: str) -> tuple[Cou
     return counts, sum(high_watermarks(kafka, dead_letters).values())
 
 
-def feast_apply(redis_url: str) -> dict[str, str]:
+def applied_environment(redis_url: str) -> dict[str, str]:
+    """Register the feature views; return the environment the store is loaded with."""
     env = {**os.environ, "STREAMREC_REDIS_URL": redis_url}
     env.update(feast_environment(env))
-    Path(env["STREAMREC_FEAST_REGISTRY"]).parent.mkdir(parents=True, exist_ok=True)
-    feast = Path(sys.executable).parent / "feast"
-    done = subprocess.run([str(feast), "apply"], cwd=PROJECT_ROOT / "feature_repo", env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    done = feast_apply(environ=env)
     if done.returncode != 0:
         raise RuntimeError(f"feast apply failed:\n{done.stderr[-3000:]}")
     return env
@@ -65,7 +60,7 @@ def feast_apply(redis_url: str) -> dict[str, str]:
 
 def show_users(redis_url: str, users: list[int]) -> list[str]:
     """Each user's fresh clicks and latest window, as Feast's get_online_features returns them."""
-    store = load_store(environ=feast_apply(redis_url))
+    store = load_store(environ=applied_environment(redis_url))
     features = ["user_recent_clicks:item_ids", "user_recent_clicks:behaviors",
                 "user_click_window:pv_count", "user_click_window:buy_count"]  # fmt: skip
     rows: dict[str, list[Any]] = store.get_online_features(

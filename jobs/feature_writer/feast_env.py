@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -95,6 +96,18 @@ def load_store(
     repo = Path(repo_path) if repo_path is not None else REPO_PATH
     config = load_config(repo, environ)
     return FeatureStore(repo_path=str(config.repo_path), config=config)
+
+
+def feast_apply(
+    repo_path: Path | None = None, environ: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the real ``feast apply`` CLI in the repository, placeholders filled from ``environ``."""
+    env = dict(os.environ if environ is None else environ)
+    env.update(feast_environment(env))
+    Path(env[FEAST_REGISTRY_ENV]).parent.mkdir(parents=True, exist_ok=True)
+    feast = Path(sys.executable).parent / "feast"
+    return subprocess.run([str(feast), "apply"], cwd=repo_path or REPO_PATH, env=env,
+                          capture_output=True, text=True, timeout=180)  # fmt: skip
 
 
 def main() -> int:

@@ -78,7 +78,7 @@ def settings_from(args: argparse.Namespace, cache_dir: Path) -> FeatureJobSettin
     values: dict[str, Any] = {
         name: _FLAGS[name][0](raw) for name, raw in env_overrides().items() if name in _FLAGS
     }
-    values.update({name: getattr(args, name) for name in _FLAGS if getattr(args, name)})
+    values.update({name: getattr(args, name) for name in _FLAGS if getattr(args, name) is not None})
     return FeatureJobSettings(
         bootstrap_servers=args.bootstrap_servers or kafka.bootstrap_servers,
         kafka_properties=kafka.extra,

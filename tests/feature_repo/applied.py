@@ -19,7 +19,12 @@ import pytest
 import redis
 from feast import FeatureStore
 
-from jobs.feature_writer.feast_env import FEAST_REDIS_ENV, FEAST_REGISTRY_ENV, load_store
+from jobs.feature_writer.feast_env import (
+    FEAST_REDIS_ENV,
+    FEAST_REGISTRY_ENV,
+    feast_apply,
+    load_store,
+)
 from tests.conftest import Endpoints
 
 REPO = Path(__file__).resolve().parents[2] / "feature_repo"
@@ -32,14 +37,6 @@ class AppliedRepo:
     redis_url: str
     store: FeatureStore
     client: redis.Redis
-
-
-def feast_apply(repo: Path, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run the real ``feast apply`` CLI in ``repo``, as a user would."""
-    feast = Path(sys.executable).parent / "feast"
-    return subprocess.run(
-        [str(feast), "apply"], cwd=repo, env=environ, capture_output=True, text=True, timeout=180
-    )
 
 
 def applied_copy(tmp: Path, redis_url: str) -> AppliedRepo:

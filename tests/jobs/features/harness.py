@@ -11,16 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
+from jobs.feature_writer.codec import feature_update_codec
 from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import dead_letter_codec
-from schemas.features import FeatureUpdate
+from schemas.features import FeatureUpdate, view_of
 from schemas.kafka import KafkaSettings
 from schemas.records import DeadLetter
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-_UPDATES = msgspec.json.Decoder(FeatureUpdate)
 
 
 @dataclass(frozen=True)
@@ -86,9 +84,10 @@ def read_all(kafka: KafkaSettings, topic: str) -> list[bytes]:
 def changelog(kafka: KafkaSettings, topic: str) -> dict[str, list[FeatureUpdate]]:
     """The changelog's rows by view tag, in topic order within each partition."""
     views: dict[str, list[FeatureUpdate]] = defaultdict(list)
+    codec = feature_update_codec()
     for value in read_all(kafka, topic):
-        update = _UPDATES.decode(value)
-        views[type(update).__struct_config__.tag].append(update)  # type: ignore[index]
+        update = codec.decode(value)
+        views[view_of(update)].append(update)
     return views
 
 
