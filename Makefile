@@ -14,7 +14,11 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,flink]'
+	$(PY) -m pip install -q -e '.[dev,flink,worker,triton,train,drift]'
+	# apache-beam (apache-flink's Python UDF runtime) caps grpcio below 1.66, while
+	# tritonclient's generated gRPC stubs need 1.67.1. The feature job's functions
+	# are Java, so Beam's gRPC harness never runs; the Flink tests run on this pin.
+	$(PY) -m pip install -q 'grpcio==1.67.1'
 	touch $@
 
 setup: $(STAMP) ## create the virtual environment with the project and its dev tools

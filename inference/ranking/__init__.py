@@ -1,0 +1,1 @@
+"""The ranker's contract shared by training, serving and the worker."""
