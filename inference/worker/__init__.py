@@ -1,0 +1,1 @@
+"""The Kafka-triggered inference worker: requests, features, recall, rank, recommendations."""

@@ -1,0 +1,107 @@
+"""Every Prometheus metric the worker exposes (names are what dashboards query).
+
+All names start with ``streamrec_worker_``. Latency histograms are in seconds.
+``stage`` is one of :data:`STAGES`; ``reason`` of a fallback is one of
+:data:`FALLBACK_REASONS`. Metrics live in their own registry so that several
+workers (or tests) in one process do not collide on the default one.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+STAGES = ("poll", "decode", "features", "recall", "rank", "postprocess", "produce", "commit")
+FALLBACK_REASONS = ("triton_unavailable", "triton_timeout", "redis_unavailable", "no_candidates")
+
+# Sub-millisecond to multi-second: a stage is about 1 ms, a timed-out call is seconds.
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)  # fmt: skip
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+class WorkerMetrics:
+    """The worker's metrics, registered in ``registry``."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.stage_seconds = Histogram(
+            "streamrec_worker_stage_seconds",
+            "Time one micro-batch spends in a stage.",
+            ["stage"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.end_to_end_seconds = Histogram(
+            "streamrec_worker_end_to_end_seconds",
+            "Request time (its ts) to recommendation produced.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.requests = Counter("streamrec_worker_requests", "Valid requests consumed.", registry=r)
+        self.recommendations = Counter(
+            "streamrec_worker_recommendations",
+            "Recommendations delivered, by whether they were degraded.",
+            ["degraded"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "streamrec_worker_errors",
+            "Errors by the component that failed (kafka, redis, triton, internal).",
+            ["component"],
+            registry=r,
+        )
+        self.dead_letters = Counter(
+            "streamrec_worker_dead_letters",
+            "Requests sent to the dead-letter topic, by error kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.feature_lookups = Counter(
+            "streamrec_worker_feature_lookups",
+            "Feature rows looked up, by view.",
+            ["view"],
+            registry=r,
+        )
+        self.feature_missing = Counter(
+            "streamrec_worker_feature_missing",
+            "Feature rows looked up but absent, by view (missing rate = missing / lookups).",
+            ["view"],
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "streamrec_worker_batch_size",
+            "Requests per micro-batch.",
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.candidates = Histogram(
+            "streamrec_worker_candidates",
+            "Candidates recalled per request.",
+            buckets=BATCH_BUCKETS,
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "streamrec_worker_fallbacks",
+            "Requests answered by a fallback, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.inflight = Gauge(
+            "streamrec_worker_triton_inflight",
+            "Triton requests in flight.",
+            registry=r,
+        )
+        self.up = Gauge(
+            "streamrec_worker_dependency_up",
+            "1 when the last call to a dependency (redis, triton) succeeded.",
+            ["dependency"],
+            registry=r,
+        )
+
+
+def serve(metrics: WorkerMetrics, port: int, addr: str = "0.0.0.0") -> None:
+    """Expose ``/metrics`` on ``port`` (0 = do not serve)."""
+    if port:
+        start_http_server(port, addr=addr, registry=metrics.registry)
