@@ -24,7 +24,9 @@ def build_parser() -> argparse.ArgumentParser:
         "Flink cluster) as plain processes. Data and logs go to $STREAMREC_STACK_HOME (default "
         ".stack/); ports come from STREAMREC_KAFKA_PORT, STREAMREC_KAFKA_CONTROLLER_PORT, "
         "STREAMREC_REDIS_PORT, STREAMREC_FLINK_REST_PORT (also the web UI), "
-        "STREAMREC_FLINK_RPC_PORT.",
+        "STREAMREC_FLINK_RPC_PORT, STREAMREC_TRITON_HTTP_PORT, STREAMREC_TRITON_GRPC_PORT, "
+        "STREAMREC_TRITON_METRICS_PORT; Triton serves STREAMREC_TRITON_MODEL_REPOSITORY "
+        "(default .stack/models) and loads the published ones of STREAMREC_TRITON_MODELS.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     helps = {

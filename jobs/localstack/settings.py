@@ -16,6 +16,11 @@ KAFKA_CONTROLLER_PORT_ENV = "STREAMREC_KAFKA_CONTROLLER_PORT"
 REDIS_PORT_ENV = "STREAMREC_REDIS_PORT"
 FLINK_REST_PORT_ENV = "STREAMREC_FLINK_REST_PORT"
 FLINK_RPC_PORT_ENV = "STREAMREC_FLINK_RPC_PORT"
+TRITON_HTTP_PORT_ENV = "STREAMREC_TRITON_HTTP_PORT"
+TRITON_GRPC_PORT_ENV = "STREAMREC_TRITON_GRPC_PORT"
+TRITON_METRICS_PORT_ENV = "STREAMREC_TRITON_METRICS_PORT"
+TRITON_MODEL_REPOSITORY_ENV = "STREAMREC_TRITON_MODEL_REPOSITORY"
+TRITON_MODELS_ENV = "STREAMREC_TRITON_MODELS"
 
 # Loopback only: the stack is for one developer machine, never for a network.
 HOST = "127.0.0.1"
@@ -32,6 +37,13 @@ class StackSettings:
     redis_port: int = 6379
     flink_rest_port: int = 8081
     flink_rpc_port: int = 6123
+    triton_http_port: int = 8000
+    triton_grpc_port: int = 8001
+    triton_metrics_port: int = 8002
+    # None: `<home>/models`, where `python -m inference.serving publish` writes by default.
+    triton_model_repository: Path | None = None
+    # Loaded at start when published (explicit model control; the rest load on demand).
+    triton_models: tuple[str, ...] = ("ranker_python",)
 
     @classmethod
     def from_env(
@@ -48,6 +60,19 @@ class StackSettings:
             redis_port=_port(env, REDIS_PORT_ENV, 6379),
             flink_rest_port=_port(env, FLINK_REST_PORT_ENV, 8081),
             flink_rpc_port=_port(env, FLINK_RPC_PORT_ENV, 6123),
+            triton_http_port=_port(env, TRITON_HTTP_PORT_ENV, 8000),
+            triton_grpc_port=_port(env, TRITON_GRPC_PORT_ENV, 8001),
+            triton_metrics_port=_port(env, TRITON_METRICS_PORT_ENV, 8002),
+            triton_model_repository=(
+                _path(env[TRITON_MODEL_REPOSITORY_ENV], base)
+                if env.get(TRITON_MODEL_REPOSITORY_ENV)
+                else None
+            ),
+            triton_models=tuple(
+                name.strip()
+                for name in env.get(TRITON_MODELS_ENV, "ranker_python").split(",")
+                if name.strip()
+            ),
         )
 
     @property
@@ -62,6 +87,20 @@ class StackSettings:
     def flink_rest_url(self) -> str:
         """The JobManager's REST API, which is also its web UI."""
         return f"http://{HOST}:{self.flink_rest_port}"
+
+    @property
+    def model_repository(self) -> Path:
+        """The Triton model repository the stack serves (published versions live here)."""
+        return self.triton_model_repository or self.home / "models"
+
+    @property
+    def triton_http_url(self) -> str:
+        return f"http://{HOST}:{self.triton_http_port}"
+
+    @property
+    def triton_grpc_url(self) -> str:
+        """host:port, the form tritonclient.grpc takes."""
+        return f"{HOST}:{self.triton_grpc_port}"
 
 
 def _path(value: str | None, default: Path) -> Path:

@@ -13,6 +13,7 @@ from jobs.localstack.kafka_broker import KafkaService
 from jobs.localstack.redis_server import RedisService
 from jobs.localstack.service import Service, ServiceStatus
 from jobs.localstack.settings import HOST, StackSettings
+from jobs.localstack.triton_server import TritonService
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,7 @@ REGISTRY: tuple[tuple[str, ServiceFactory], ...] = (
     ("redis", RedisService),
     ("flink-jobmanager", FlinkJobManager),
     ("flink-taskmanager", FlinkTaskManager),
+    ("triton", TritonService),
 )
 
 # Names that stand for several services (`--services flink`).

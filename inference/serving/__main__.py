@@ -1,0 +1,5 @@
+import sys
+
+from inference.serving.cli import main
+
+sys.exit(main())
