@@ -1,0 +1,61 @@
+"""``python -m inference.worker``: the inference worker (see ``--help``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from inference.worker.artifacts import ModelArtifacts
+from inference.worker.errors import WorkerError
+from inference.worker.metrics import WorkerMetrics, serve
+from inference.worker.settings import parse_args, settings_from
+from inference.worker.worker import Worker
+from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.topics import dead_letter_topic
+
+logger = logging.getLogger("inference.worker")
+
+
+async def _run(worker: Worker) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # The loop finishes the batch in hand, delivers and commits it, then closes.
+        loop.add_signal_handler(sig, stop.set)
+    await worker.run(stop)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    try:
+        settings = settings_from(args)
+        logger.info("settings: %s", settings.describe())
+        artifacts = ModelArtifacts.load(settings.model_dir)
+        ensure_topics(
+            settings.kafka,
+            [
+                TopicSpec(settings.requests_topic, partitions=4),
+                TopicSpec(settings.output_topic, partitions=4),
+                dead_letter_spec(dead_letter_topic(settings.requests_topic)),
+            ],
+        )
+        metrics = WorkerMetrics()
+        serve(metrics, settings.metrics_port)
+        worker = Worker(settings, artifacts, metrics)
+    except WorkerError as exc:
+        logger.error("%s", exc)
+        return 2
+    logger.info("consuming %s as group %s", settings.requests_topic, settings.group_id)
+    asyncio.run(_run(worker))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

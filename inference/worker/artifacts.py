@@ -1,0 +1,91 @@
+"""What the worker reads from the model directory, and a tiny set of them for tests.
+
+The ranker's training job writes these files (see the project brief's artifacts
+layout): the vocabulary, the item embedding table (row = item index) the Faiss
+recall searches, each item's raw category, and the popular items used for cold
+users and fallbacks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from inference.ranking.contract import FIRST_ID_INDEX, Vocabulary
+from inference.worker.errors import ArtifactsError
+
+VOCAB_FILE = "vocab.npz"
+EMBEDDINGS_FILE = "item_embeddings.npy"
+CATEGORIES_FILE = "item_categories.npy"
+POPULAR_FILE = "popular_items.json"
+REQUIRED = (VOCAB_FILE, EMBEDDINGS_FILE, CATEGORIES_FILE, POPULAR_FILE)
+
+
+@dataclass(frozen=True)
+class ModelArtifacts:
+    vocab: Vocabulary
+    item_embeddings: npt.NDArray[np.float32]  # [num_items, dim]
+    item_categories: npt.NDArray[np.int64]  # raw category id per item index, 0 = unknown
+    popular_items: tuple[int, ...]  # raw item ids, most popular first
+
+    @classmethod
+    def load(cls, model_dir: Path) -> ModelArtifacts:
+        missing = [name for name in REQUIRED if not (model_dir / name).is_file()]
+        if missing:
+            raise ArtifactsError(
+                f"model directory {model_dir} lacks {missing}; train the ranker first "
+                "(make train) or point STREAMREC_MODEL_DIR at its artifacts"
+            )
+        vocab = Vocabulary.load(model_dir / VOCAB_FILE)
+        embeddings = np.ascontiguousarray(np.load(model_dir / EMBEDDINGS_FILE), dtype=np.float32)
+        categories = np.load(model_dir / CATEGORIES_FILE).astype(np.int64)
+        popular = tuple(int(i) for i in json.loads((model_dir / POPULAR_FILE).read_text()))
+        if embeddings.shape[0] != vocab.num_items or categories.shape[0] != vocab.num_items:
+            raise ArtifactsError(
+                f"{model_dir}: {embeddings.shape[0]} embeddings and {categories.shape[0]} "
+                f"categories for a vocabulary of {vocab.num_items} items"
+            )
+        return cls(vocab, embeddings, categories, popular)
+
+    def category_of(self, item_indexes: npt.NDArray[np.int32]) -> npt.NDArray[np.int64]:
+        """Raw category ids of item indexes (0 for pad/OOV)."""
+        found: npt.NDArray[np.int64] = self.item_categories[item_indexes]
+        return found
+
+    def raw_item_ids(self, item_indexes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Raw ids of item indexes >= FIRST_ID_INDEX."""
+        found: npt.NDArray[np.int64] = self.vocab.item_ids[item_indexes - FIRST_ID_INDEX]
+        return found
+
+
+def write_random_artifacts(
+    model_dir: Path,
+    item_categories: dict[int, int],
+    popular: list[int],
+    dim: int = 16,
+    seed: int = 0,
+) -> ModelArtifacts:
+    """A small, random but complete set of worker artifacts (tests and benchmarks).
+
+    ``item_categories`` maps raw item ids to raw category ids. Items of one
+    category get nearby embeddings, so nearest neighbours stay in the category.
+    """
+    rng = np.random.default_rng(seed)
+    vocab = Vocabulary.build(item_categories, item_categories.values())
+    categories = np.zeros(vocab.num_items, dtype=np.int64)
+    indexes = vocab.item_index(list(item_categories))
+    categories[indexes] = list(item_categories.values())
+    centres = {c: rng.normal(size=dim) for c in set(item_categories.values())}
+    embeddings = rng.normal(scale=0.3, size=(vocab.num_items, dim)).astype(np.float32)
+    for index, category in zip(indexes, item_categories.values(), strict=True):
+        embeddings[index] += centres[category]
+    model_dir.mkdir(parents=True, exist_ok=True)
+    vocab.save(model_dir / VOCAB_FILE)
+    np.save(model_dir / EMBEDDINGS_FILE, embeddings)
+    np.save(model_dir / CATEGORIES_FILE, categories)
+    (model_dir / POPULAR_FILE).write_text(json.dumps(popular))
+    return ModelArtifacts.load(model_dir)

@@ -1,0 +1,27 @@
+"""Errors of the inference worker: one root, narrow subclasses that say which part failed."""
+
+from __future__ import annotations
+
+
+class WorkerError(Exception):
+    """Root of every error the worker raises."""
+
+
+class SettingsError(WorkerError):
+    """A setting is missing or out of range."""
+
+
+class ArtifactsError(WorkerError):
+    """The model directory lacks a file the worker needs, or a file is inconsistent."""
+
+
+class RankerUnavailable(WorkerError):
+    """The ranker (Triton) could not be reached or refused the request."""
+
+
+class RankerTimeout(RankerUnavailable):
+    """The ranker did not answer within the time budget."""
+
+
+class FeatureStoreUnavailable(WorkerError):
+    """Redis could not be reached."""

@@ -1,0 +1,205 @@
+"""The worker's Kafka shell: micro-batches of requests in, recommendations out, offsets after.
+
+:class:`RequestStream` polls a micro-batch bounded by size and time and splits it
+into valid requests and refused messages (which become dead letters when the
+batch is delivered, so a dead letter is never ahead of its batch's commit).
+:class:`RecommendationSink` delivers a batch: at-least-once (produce, flush, then
+commit exactly the batch's offsets) or exactly-once (one Kafka transaction holding
+the recommendations, the dead letters and the consumed offsets).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from inference.worker.errors import WorkerError
+from schemas.codec import RecordCodec, recommendation_codec
+from schemas.consumer import CONSUMER_DEFAULTS
+from schemas.deadletter import DeadLetterPublisher
+from schemas.errors import InvalidRecord
+from schemas.kafka import DEAD_LETTER_MAX_BYTES, KafkaSettings
+from schemas.records import Recommendation, RecRequest
+
+logger = logging.getLogger(__name__)
+IDLE_WAIT_S = 0.1
+
+
+class DeliveryError(WorkerError):
+    """Recommendations (or dead letters) could not be made durable; offsets stay uncommitted."""
+
+
+@dataclass
+class Polled:
+    records: list[tuple[Any, RecRequest]] = field(default_factory=list)
+    refused: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
+    # Next offset to commit per (topic, partition): last consumed + 1.
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.records) + len(self.refused)
+
+
+class RequestStream:
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        topic: str,
+        group_id: str,
+        codec: RecordCodec[RecRequest],
+        exactly_once: bool,
+    ) -> None:
+        config = settings.client_config(**CONSUMER_DEFAULTS)
+        config["group.id"] = group_id
+        if exactly_once:
+            # Never read another transaction's uncommitted output (relevant if chained).
+            config["isolation.level"] = "read_committed"
+        self.consumer = Consumer(config)
+        self.consumer.subscribe([topic], on_assign=_log_assign, on_revoke=_log_revoke)
+        self.codec = codec
+
+    def poll(self, max_records: int, window_s: float) -> Polled:
+        """Up to ``max_records``, gathered for at most ``window_s`` after the first arrives."""
+        messages = self.consumer.consume(max_records, timeout=0)
+        if not messages:
+            messages = self.consumer.consume(1, timeout=IDLE_WAIT_S)
+        if messages and len(messages) < max_records:
+            messages += self.consumer.consume(max_records - len(messages), timeout=window_s)
+        polled = Polled()
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.fatal():
+                    raise KafkaException(error)
+                continue  # transient: librdkafka retries by itself
+            topic, partition, offset = message.topic(), message.partition(), message.offset()
+            if topic is not None and partition is not None and offset is not None:
+                polled.offsets[(topic, partition)] = offset + 1
+            try:
+                polled.records.append((message, self.codec.decode(message.value() or b"")))
+            except InvalidRecord as exc:
+                polled.refused.append((message, exc))
+        return polled
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Commit exactly these offsets; a partition moved away meanwhile is left to its owner."""
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(offsets=topic_partitions(offsets), asynchronous=False)
+        except KafkaException as exc:
+            # After a rebalance the new owner re-reads from the last commit: at-least-once.
+            logger.warning("offset commit refused (%s); the partitions' new owner replays", exc)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def topic_partitions(offsets: dict[tuple[str, int], int]) -> list[TopicPartition]:
+    return [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+
+
+def _log_assign(_consumer: Any, partitions: list[TopicPartition]) -> None:
+    logger.info("assigned %s", [p.partition for p in partitions])
+
+
+def _log_revoke(_consumer: Any, partitions: list[TopicPartition]) -> None:
+    logger.info("revoked %s", [p.partition for p in partitions])
+
+
+class RecommendationSink:
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        topic: str,
+        group_id: str,
+        transactional_id: str | None,
+    ) -> None:
+        config = settings.client_config(
+            **{
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 1,
+                "compression.type": "lz4",
+                "message.max.bytes": DEAD_LETTER_MAX_BYTES,
+            }
+        )
+        if transactional_id:
+            config["transactional.id"] = transactional_id
+        self.producer = Producer(config)
+        self.topic = topic
+        self.transactional = bool(transactional_id)
+        if self.transactional:
+            # Fences an earlier instance with the same id and aborts its open transaction.
+            self.producer.init_transactions(30)
+        self.dead_letters = DeadLetterPublisher(self.producer, consumer_name=group_id)
+        self.codec = recommendation_codec()
+        self._failures: list[str] = []
+
+    def deliver(
+        self,
+        recommendations: Sequence[Recommendation],
+        polled: Polled,
+        stream: RequestStream,
+    ) -> None:
+        """Make the batch's output durable, then its offsets committed (or both atomically)."""
+        if self.transactional:
+            self._deliver_transaction(recommendations, polled, stream)
+            return
+        self._produce(recommendations, polled)
+        remaining = self.producer.flush(30)
+        if remaining or self._failures:
+            failures, self._failures = self._failures, []
+            raise DeliveryError(f"{remaining} undelivered, failures: {failures[:3]}")
+        stream.commit(polled.offsets)
+
+    def _deliver_transaction(
+        self, recommendations: Sequence[Recommendation], polled: Polled, stream: RequestStream
+    ) -> None:
+        self.producer.begin_transaction()
+        try:
+            self._produce(recommendations, polled)
+            offsets = topic_partitions(polled.offsets)
+            if offsets:
+                metadata = stream.consumer.consumer_group_metadata()
+                self.producer.send_offsets_to_transaction(offsets, metadata, 30)
+            self.producer.commit_transaction(30)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.txn_requires_abort():
+                self.producer.abort_transaction(30)
+            # The batch is not committed: stop, and let the restart replay from the last commit.
+            raise DeliveryError(f"transaction failed: {error}") from exc
+        if self._failures:
+            failures, self._failures = self._failures, []
+            raise DeliveryError(f"delivery failures: {failures[:3]}")
+
+    def _produce(self, recommendations: Sequence[Recommendation], polled: Polled) -> None:
+        for message, error in polled.refused:
+            self.dead_letters.publish(message, error)
+        for rec in recommendations:
+            self._send(self.codec.encode(rec), str(rec.user_id).encode())
+        self.producer.poll(0)
+
+    def _send(self, payload: bytes, key: bytes) -> None:
+        while True:
+            try:
+                self.producer.produce(self.topic, payload, key=key, on_delivery=self._on_delivery)
+                return
+            except BufferError:
+                # The local queue is full: serve delivery reports to make room.
+                self.producer.poll(0.05)
+
+    def _on_delivery(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self._failures.append(str(err))
+
+    def close(self) -> None:
+        deadline = time.monotonic() + 10
+        while self.producer.flush(1) and time.monotonic() < deadline:
+            pass

@@ -1,0 +1,198 @@
+"""A micro-batch from requests to ranker inputs: features, recall, candidate features.
+
+:class:`BatchPreparer` is the synchronous half of the worker (Redis and Faiss);
+it runs in a thread while the event loop scores the previous batch on Triton.
+When Redis fails, the batch goes on with what it has (request candidates,
+popular items, no filters from Redis) and says so in ``degraded_reasons``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import redis
+
+from inference.ranking.contract import ITEM_DENSE_FEATURES
+from inference.worker.artifacts import ModelArtifacts
+from inference.worker.features import (
+    FeatureReader,
+    ItemFeatures,
+    UserFeatures,
+    item_features,
+    top_items,
+    user_features,
+)
+from inference.worker.inputs import UserInput
+from inference.worker.metrics import WorkerMetrics
+from inference.worker.recall import (
+    Candidate,
+    EmbeddingIndex,
+    merge_routes,
+    recent_categories,
+    trend_items,
+    user_routes,
+)
+from inference.worker.scoring import Breaker
+from inference.worker.settings import WorkerSettings
+from schemas.records import RecRequest
+
+logger = logging.getLogger(__name__)
+REDIS_DOWN = "redis_unavailable"
+NO_CANDIDATES = "no_candidates"
+
+
+@dataclass
+class PreparedRequest:
+    request: RecRequest
+    user: UserFeatures
+    candidates: list[Candidate]
+    model_input: UserInput
+    categories: list[int]  # raw category of each candidate, 0 = unknown
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PreparedBatch:
+    requests: list[PreparedRequest]
+    items: dict[int, ItemFeatures]
+    out_of_stock: set[int]
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+
+
+class BatchPreparer:
+    def __init__(
+        self,
+        settings: WorkerSettings,
+        artifacts: ModelArtifacts,
+        reader: FeatureReader,
+        metrics: WorkerMetrics,
+    ) -> None:
+        self.settings = settings
+        self.artifacts = artifacts
+        self.reader = reader
+        self.metrics = metrics
+        self.index = EmbeddingIndex(artifacts.item_embeddings, artifacts.vocab.item_ids)
+        self.redis_breaker = Breaker(settings.retry_after_ms / 1000)
+        self._popular = list(artifacts.popular_items[: settings.popular_candidates])
+
+    def prepare(self, requests: Sequence[RecRequest]) -> PreparedBatch:
+        timings: dict[str, float] = {}
+        start = time.perf_counter()
+        users, redis_ok = self._users(requests)
+        clicks = [self.artifacts.vocab.item_index(u.items) for u in users]
+        timings["features"] = time.perf_counter() - start
+        start = time.perf_counter()
+        embedding = self.index.search(clicks, self.settings.embedding_candidates)
+        trends = self._trends(users) if redis_ok else None
+        redis_ok = redis_ok and trends is not None
+        trends = trends if trends is not None else [[] for _ in users]
+        candidates = [
+            merge_routes(
+                user_routes(req.candidates, emb, trend, self._popular),
+                limit=self.settings.max_candidates,
+                min_count=2 * req.k,
+            )
+            for req, emb, trend in zip(requests, embedding, trends, strict=True)
+        ]
+        timings["recall"] = time.perf_counter() - start
+        for cands in candidates:
+            self.metrics.candidates.observe(len(cands))
+        start = time.perf_counter()
+        wanted = sorted({c.item_id for cands in candidates for c in cands})
+        items, out_of_stock = self._items(wanted) if redis_ok else (None, set())
+        redis_ok = redis_ok and items is not None
+        items = items if items is not None else {}
+        timings["features"] += time.perf_counter() - start
+        prepared = []
+        for req, user, cands, seq in zip(requests, users, candidates, clicks, strict=True):
+            reasons = [] if redis_ok else [REDIS_DOWN]
+            if not cands:
+                reasons.append(NO_CANDIDATES)
+            model_input, categories = self._model_input(user, seq, cands, items)
+            prepared.append(PreparedRequest(req, user, cands, model_input, categories, reasons))
+        return PreparedBatch(prepared, items, out_of_stock, timings)
+
+    def _users(self, requests: Sequence[RecRequest]) -> tuple[list[UserFeatures], bool]:
+        ids = [r.user_id for r in requests]
+        unknown = [UserFeatures(user_id) for user_id in ids]
+        if not self.redis_breaker.allows:
+            return unknown, False
+        try:
+            recent, window = self.reader.users(ids)
+        except redis.RedisError as exc:
+            self._redis_failed(exc)
+            return unknown, False
+        self._count_lookups("user_recent_clicks", recent)
+        self._count_lookups("user_click_window", window)
+        return [user_features(i, r, w) for i, r, w in zip(ids, recent, window, strict=True)], True
+
+    def _trends(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
+        per_user = [recent_categories(u.categories) for u in users]
+        wanted = sorted({c for cats in per_user for c in cats})
+        try:
+            rows = self.reader.categories(wanted)
+        except redis.RedisError as exc:
+            self._redis_failed(exc)
+            return None
+        self._count_lookups("category_trends", rows)
+        tops = {c: top_items(row) for c, row in zip(wanted, rows, strict=True)}
+        limit = self.settings.trend_candidates
+        return [trend_items([tops[c] for c in cats], limit) for cats in per_user]
+
+    def _items(self, wanted: list[int]) -> tuple[dict[int, ItemFeatures] | None, set[int]]:
+        try:
+            rows, stock = self.reader.items(wanted)
+        except redis.RedisError as exc:
+            self._redis_failed(exc)
+            return None, set()
+        self.redis_breaker.succeeded()
+        self.metrics.up.labels("redis").set(1)
+        self._count_lookups("item_trends", rows)
+        items = {i: item_features(row) for i, row in zip(wanted, rows, strict=True)}
+        return items, {i for i, out in zip(wanted, stock, strict=True) if out}
+
+    def _model_input(
+        self,
+        user: UserFeatures,
+        seq: npt.NDArray[np.int32],
+        cands: Sequence[Candidate],
+        items: dict[int, ItemFeatures],
+    ) -> tuple[UserInput, list[int]]:
+        art = self.artifacts
+        vocab = art.vocab
+        cand_ids = [c.item_id for c in cands]
+        cand_items = vocab.item_index(cand_ids)
+        # The model's own item → category table first; the trends row for unseen items.
+        raw_cats = art.category_of(cand_items).copy()
+        for j, item_id in enumerate(cand_ids):
+            if raw_cats[j] == 0 and item_id in items:
+                raw_cats[j] = items[item_id].category_id
+        zero = [0.0] * len(ITEM_DENSE_FEATURES)
+        dense = np.asarray(
+            [items[i].dense if i in items else zero for i in cand_ids], dtype=np.float32
+        ).reshape(len(cand_ids), len(ITEM_DENSE_FEATURES))
+        model_input = UserInput(
+            seq_items=seq,
+            seq_cats=vocab.category_index(user.categories),
+            user_dense=user.dense,
+            cand_items=cand_items,
+            cand_cats=vocab.category_index(raw_cats),
+            cand_dense=dense,
+        )
+        return model_input, [int(c) for c in raw_cats]
+
+    def _redis_failed(self, exc: Exception) -> None:
+        if self.redis_breaker.allows:
+            logger.warning("Redis failed (%s); answering from what the worker has", exc)
+        self.redis_breaker.failed()
+        self.metrics.errors.labels("redis").inc()
+        self.metrics.up.labels("redis").set(0)
+
+    def _count_lookups(self, view: str, rows: Sequence[object]) -> None:
+        self.metrics.feature_lookups.labels(view).inc(len(rows))
+        self.metrics.feature_missing.labels(view).inc(sum(1 for r in rows if r is None))

@@ -1,0 +1,124 @@
+"""Score a prepared batch on the ranker, or fall back, and turn it into recommendations.
+
+A batch is split into chunks of ``users_per_request`` users, sent concurrently
+(the scorer bounds requests in flight). A chunk the ranker cannot score in time
+gets the fallback ranking and the reason; the breaker then keeps the ranker out
+of the way for ``retry_after_ms`` so later batches answer at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from inference.worker.errors import RankerTimeout, RankerUnavailable
+from inference.worker.inputs import assemble, chunks, split_scores
+from inference.worker.metrics import WorkerMetrics
+from inference.worker.postprocess import Scored, fallback_scores, finalize
+from inference.worker.prepare import PreparedBatch, PreparedRequest
+from inference.worker.scoring import Breaker, Scorer
+from schemas.records import Recommendation
+
+logger = logging.getLogger(__name__)
+FALLBACK_VERSION = "fallback:trend-popularity"
+TRITON_DOWN = "triton_unavailable"
+TRITON_TIMEOUT = "triton_timeout"
+
+
+@dataclass
+class Ranked:
+    scores: list[float]
+    model_version: str
+    reasons: list[str]
+
+
+class Ranker:
+    def __init__(
+        self,
+        scorer: Scorer,
+        breaker: Breaker,
+        users_per_request: int,
+        popular: tuple[int, ...],
+        metrics: WorkerMetrics,
+    ) -> None:
+        self.scorer = scorer
+        self.breaker = breaker
+        self.users_per_request = users_per_request
+        self.popular_rank = {item: rank for rank, item in enumerate(popular)}
+        self.metrics = metrics
+
+    async def rank(self, batch: PreparedBatch) -> list[Ranked]:
+        reqs = batch.requests
+        parts = chunks(len(reqs), self.users_per_request)
+        results = await asyncio.gather(*(self._chunk(batch, [reqs[i] for i in p]) for p in parts))
+        return [ranked for part in results for ranked in part]
+
+    async def _chunk(self, batch: PreparedBatch, reqs: list[PreparedRequest]) -> list[Ranked]:
+        if not self.breaker.allows:
+            return self._fallback(batch, reqs, TRITON_DOWN)
+        try:
+            scores, version = await self.scorer.score(assemble([r.model_input for r in reqs]))
+        except RankerTimeout as exc:
+            self._failed(exc)
+            return self._fallback(batch, reqs, TRITON_TIMEOUT)
+        except RankerUnavailable as exc:
+            self._failed(exc)
+            return self._fallback(batch, reqs, TRITON_DOWN)
+        self.breaker.succeeded()
+        self.metrics.up.labels("triton").set(1)
+        per_user = split_scores(scores, [len(r.candidates) for r in reqs])
+        return [Ranked(s, version, []) for s in per_user]
+
+    def _failed(self, exc: Exception) -> None:
+        if self.breaker.allows:
+            logger.warning("ranker failed (%s); fallback ranking until it answers again", exc)
+        self.breaker.failed()
+        self.metrics.errors.labels("triton").inc()
+        self.metrics.up.labels("triton").set(0)
+
+    def _fallback(
+        self, batch: PreparedBatch, reqs: list[PreparedRequest], reason: str
+    ) -> list[Ranked]:
+        out = []
+        for req in reqs:
+            trend = [batch.items[c.item_id].trend_score if c.item_id in batch.items else 0.0
+                     for c in req.candidates]  # fmt: skip
+            routes = [c.route for c in req.candidates]
+            ranks = [self.popular_rank.get(c.item_id) for c in req.candidates]
+            out.append(Ranked(fallback_scores(trend, routes, ranks), FALLBACK_VERSION, [reason]))
+        return out
+
+
+def recommendations(
+    batch: PreparedBatch,
+    ranked: list[Ranked],
+    max_per_category: int,
+    now_ms: int,
+) -> list[Recommendation]:
+    """Post-process each request's scored candidates into its answer (pure)."""
+    out = []
+    for req, result in zip(batch.requests, ranked, strict=True):
+        columns = zip(req.candidates, result.scores, req.categories, strict=True)
+        scored = [Scored(c.item_id, score, c.route, cat) for c, score, cat in columns]
+        items = finalize(
+            scored,
+            req.request.k,
+            excluded=req.user.excluded,
+            out_of_stock=batch.out_of_stock,
+            max_per_category=max_per_category,
+        )
+        reasons = sorted(set(req.reasons + result.reasons))
+        out.append(
+            Recommendation(
+                request_id=req.request.request_id,
+                user_id=req.request.user_id,
+                items=items,
+                model_version=result.model_version,
+                features_at=req.user.features_at,
+                produced_at=now_ms,
+                degraded=bool(reasons),
+                degraded_reasons=reasons,
+            )
+        )
+    return out

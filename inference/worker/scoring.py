@@ -1,0 +1,132 @@
+"""Scorers of assembled inputs: the ranker on Triton (gRPC, asynchronous) or in process.
+
+Both return ``(scores [B, C], model version)``. :class:`Breaker` keeps a failing
+dependency out of the hot path for a while so that fallbacks stay within the
+time budget, then lets one call probe it again: the worker recovers by itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from inference.ranking.contract import INPUT_NAMES, SCORES
+from inference.worker.errors import RankerTimeout, RankerUnavailable
+
+Inputs = dict[str, npt.NDArray[np.generic]]
+_TRITON_DTYPES: dict[np.dtype[np.generic], str] = {
+    np.dtype(np.int32): "INT32",
+    np.dtype(np.float32): "FP32",
+}
+
+
+class Scorer(Protocol):
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]: ...
+
+    async def close(self) -> None: ...
+
+
+class Breaker:
+    """Open after a failure for ``retry_after_s``; then one call may try again."""
+
+    def __init__(self, retry_after_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._retry_after_s = retry_after_s
+        self._clock = clock
+        self._open_until = 0.0
+
+    @property
+    def allows(self) -> bool:
+        return self._clock() >= self._open_until
+
+    def failed(self) -> None:
+        self._open_until = self._clock() + self._retry_after_s
+
+    def succeeded(self) -> None:
+        self._open_until = 0.0
+
+
+class TritonScorer:
+    """The served ranker over gRPC, at most ``max_inflight`` requests at a time."""
+
+    def __init__(self, url: str, model: str, timeout_s: float, max_inflight: int) -> None:
+        import tritonclient.grpc.aio as grpcclient  # type: ignore[import-untyped]
+
+        self._grpc = grpcclient
+        self._client = grpcclient.InferenceServerClient(url)
+        self._model = model
+        self._timeout_s = timeout_s
+        self._slots = asyncio.Semaphore(max_inflight)
+        self.inflight = 0
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        from tritonclient.utils import InferenceServerException  # type: ignore[import-untyped]
+
+        request = []
+        for name in INPUT_NAMES:
+            array = inputs[name]
+            tensor = self._grpc.InferInput(name, list(array.shape), _TRITON_DTYPES[array.dtype])
+            tensor.set_data_from_numpy(array)
+            request.append(tensor)
+        async with self._slots:
+            self.inflight += 1
+            try:
+                result = await self._client.infer(
+                    self._model,
+                    request,
+                    outputs=[self._grpc.InferRequestedOutput(SCORES)],
+                    client_timeout=self._timeout_s,
+                )
+            except InferenceServerException as exc:
+                status = str(exc.status() or "")
+                if "DEADLINE_EXCEEDED" in status or "Deadline" in str(exc):
+                    raise RankerTimeout(f"Triton gave no answer in {self._timeout_s} s") from exc
+                raise RankerUnavailable(f"Triton: {exc}") from exc
+            except Exception as exc:  # grpc's own errors when the channel is down
+                raise RankerUnavailable(f"Triton: {exc!r}") from exc
+            finally:
+                self.inflight -= 1
+        scores = result.as_numpy(SCORES)
+        if scores is None:
+            raise RankerUnavailable("Triton's answer has no scores")
+        version = result.get_response().model_version or "unknown"
+        return scores.astype(np.float32, copy=False), f"{self._model}:{version}"
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+class OnnxScorer:
+    """The same ONNX model in this process (the end-to-end benchmark's ceiling)."""
+
+    def __init__(self, model_dir: Path, threads: int = 0) -> None:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+
+        manifest_path = model_dir / "manifest.json"
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        served = str(manifest.get("served_file", "model.onnx"))
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        self._session = ort.InferenceSession(
+            str(model_dir / served), options, providers=["CPUExecutionProvider"]
+        )
+        self._version = f"onnx:{served}:{manifest.get('created_at', 'unknown')}"
+        self.inflight = 0
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        scores = await asyncio.to_thread(self._run, inputs)
+        return scores, self._version
+
+    def _run(self, inputs: Inputs) -> npt.NDArray[np.float32]:
+        (scores,) = self._session.run([SCORES], {name: inputs[name] for name in INPUT_NAMES})
+        return np.asarray(scores, dtype=np.float32)
+
+    async def close(self) -> None:
+        return None

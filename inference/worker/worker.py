@@ -1,0 +1,164 @@
+"""The worker's loop: the next batch is polled and prepared while the current one is scored.
+
+At-least-once (default): batch N+1 is polled, its features read and candidates
+recalled in a thread while batch N is scored on Triton, post-processed,
+delivered and committed; batches are delivered in order, and each commits only
+its own offsets. Exactly-once: one batch at a time, each a Kafka transaction, so
+a rebalance never falls between a batch's output and its offsets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+import redis
+
+from inference.worker.artifacts import ModelArtifacts
+from inference.worker.features import FeatureReader
+from inference.worker.inventory import inventory_key
+from inference.worker.kafka_io import Polled, RecommendationSink, RequestStream
+from inference.worker.metrics import WorkerMetrics
+from inference.worker.prepare import BatchPreparer, PreparedBatch
+from inference.worker.rank import Ranker, recommendations
+from inference.worker.scoring import Breaker, OnnxScorer, Scorer, TritonScorer
+from inference.worker.settings import WorkerSettings
+from schemas.codec import request_codec, wall_clock_ms
+from schemas.records import Recommendation
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Stats:
+    batches: int = 0
+    requests: int = 0
+    refused: int = 0
+    degraded: int = 0
+
+
+def build_scorer(settings: WorkerSettings) -> Scorer:
+    if settings.scorer == "onnx":
+        return OnnxScorer(settings.model_dir)
+    return TritonScorer(
+        settings.triton_url,
+        settings.triton_model,
+        settings.triton_timeout_ms / 1000,
+        settings.max_inflight,
+    )
+
+
+def redis_client(settings: WorkerSettings) -> redis.Redis:
+    timeout = settings.redis_timeout_ms / 1000
+    return redis.Redis.from_url(
+        settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
+    )
+
+
+class Worker:
+    def __init__(
+        self, settings: WorkerSettings, artifacts: ModelArtifacts, metrics: WorkerMetrics
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.stats = Stats()
+        reader = FeatureReader(
+            redis_client(settings), settings.project, inventory_key(settings.project)
+        )
+        self.preparer = BatchPreparer(settings, artifacts, reader, metrics)
+        self.stream = RequestStream(
+            settings.kafka,
+            settings.requests_topic,
+            settings.group_id,
+            request_codec(),
+            settings.exactly_once,
+        )
+        self.sink = RecommendationSink(
+            settings.kafka,
+            settings.output_topic,
+            settings.group_id,
+            settings.effective_transactional_id if settings.exactly_once else None,
+        )
+        self.scorer = build_scorer(settings)
+        breaker = Breaker(settings.retry_after_ms / 1000)
+        self.ranker = Ranker(
+            self.scorer, breaker, settings.users_per_request, artifacts.popular_items, metrics
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        pending: asyncio.Task[None] | None = None
+        try:
+            while not stop.is_set():
+                polled, prepared = await asyncio.to_thread(self._poll_and_prepare)
+                if pending is not None:
+                    await pending  # batches are delivered, and committed, in order
+                    pending = None
+                if not len(polled):
+                    continue
+                task = asyncio.create_task(self._finish(polled, prepared))
+                if self.settings.exactly_once:
+                    await task
+                else:
+                    pending = task
+            if pending is not None:
+                await pending
+        finally:
+            await self._close()
+
+    def _poll_and_prepare(self) -> tuple[Polled, PreparedBatch | None]:
+        start = time.perf_counter()
+        polled = self.stream.poll(self.settings.batch_size, self.settings.batch_timeout_ms / 1000)
+        self.metrics.stage_seconds.labels("poll").observe(time.perf_counter() - start)
+        if not polled.records:
+            return polled, None
+        prepared = self.preparer.prepare([record for _, record in polled.records])
+        for stage, seconds in prepared.stage_seconds.items():
+            self.metrics.stage_seconds.labels(stage).observe(seconds)
+        return polled, prepared
+
+    async def _finish(self, polled: Polled, prepared: PreparedBatch | None) -> None:
+        recs: list[Recommendation] = []
+        if prepared is not None:
+            start = time.perf_counter()
+            ranked = await self.ranker.rank(prepared)
+            self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
+            start = time.perf_counter()
+            recs = recommendations(
+                prepared, ranked, self.settings.max_per_category, wall_clock_ms()
+            )
+            self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
+        start = time.perf_counter()
+        await asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
+        self.metrics.stage_seconds.labels("produce").observe(time.perf_counter() - start)
+        self._count(polled, recs)
+
+    def _count(self, polled: Polled, recs: list[Recommendation]) -> None:
+        now = wall_clock_ms()
+        m = self.metrics
+        m.batch_size.observe(len(polled.records))
+        m.requests.inc(len(polled.records))
+        for _message, error in polled.refused:
+            m.dead_letters.labels(error.kind).inc()
+        for _, request in polled.records:
+            m.end_to_end_seconds.observe(max(0, now - request.ts) / 1000)
+        for rec in recs:
+            m.recommendations.labels(str(rec.degraded).lower()).inc()
+            for reason in rec.degraded_reasons:
+                m.fallbacks.labels(reason).inc()
+            self.stats.degraded += rec.degraded
+        self.stats.batches += 1
+        self.stats.requests += len(polled.records)
+        self.stats.refused += len(polled.refused)
+
+    async def _close(self) -> None:
+        try:
+            await self.scorer.close()
+        finally:
+            self.sink.close()
+            self.stream.close()
+            logger.info(
+                "stopped after %d batches, %d requests, %d refused, %d degraded",
+                self.stats.batches, self.stats.requests, self.stats.refused, self.stats.degraded,
+            )  # fmt: skip
