@@ -76,3 +76,75 @@ def topic_factory(kafka: KafkaSettings, request: pytest.FixtureRequest) -> Topic
         return name
 
     return create
+
+
+# --- Triton: the real tritonserver on free ports, serving a temporary model repository ---
+
+
+@dataclass(frozen=True)
+class TritonServer:
+    """A running tritonserver (explicit model control) and the repository it serves.
+
+    ``small_artifacts`` is the artifacts directory of the untrained model published
+    as version 1 of both models at start; ``ranker_python`` serves it.
+    """
+
+    grpc_url: str  # host:port, as tritonclient.grpc takes it
+    http_url: str
+    metrics_url: str
+    repository: Path
+    small_artifacts: Path
+    model: str = "ranker_python"
+
+    def publish(self, artifacts_dir: Path, serve: bool = True) -> int:
+        """Publish ``artifacts_dir`` as the next version; with ``serve``, swap to it."""
+        from inference.serving import control, repository
+
+        version = repository.publish(artifacts_dir, self.repository)
+        if serve:
+            control.rollout(control.TritonControl(self.http_url), self.repository / self.model)
+        return version
+
+
+def _distinct_free_ports(count: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < count:
+        ports.add(free_port())
+    return sorted(ports)
+
+
+@pytest.fixture(scope="session")
+def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
+    """tritonserver from the nvidia-pytriton wheel, serving a small random ranker.
+
+    Tests that change the served version should restore it (``publish`` a copy of
+    ``small_artifacts`` or roll back), or use their own model via ``publish``.
+    """
+    from inference.serving import repository
+    from tests.inference.serving.artifacts import write_serving_artifacts
+
+    root = tmp_path_factory.mktemp("triton")
+    artifacts = write_serving_artifacts(root / "small-artifacts")
+    models = root / "models"
+    repository.publish(artifacts, models)
+    http, grpc, metrics = _distinct_free_ports(3)
+    settings = StackSettings(
+        home=root / "home",
+        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+        triton_http_port=http,
+        triton_grpc_port=grpc,
+        triton_metrics_port=metrics,
+        triton_model_repository=models,
+    )
+    local = Stack(settings)
+    local.up(["triton"])
+    try:
+        yield TritonServer(
+            grpc_url=settings.triton_grpc_url,
+            http_url=settings.triton_http_url,
+            metrics_url=f"http://127.0.0.1:{metrics}/metrics",
+            repository=models,
+            small_artifacts=artifacts,
+        )
+    finally:
+        local.down(["triton"])

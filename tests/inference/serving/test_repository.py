@@ -1,0 +1,81 @@
+"""Publishing versions and pinning the served ones, on disk only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inference.serving import repository
+from inference.serving.errors import PublishError
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path) -> Path:
+    folder = tmp_path / "artifacts"
+    folder.mkdir()
+    (folder / "model.int8.onnx").write_bytes(b"int8 weights")
+    (folder / "model.onnx").write_bytes(b"fp32 weights")
+    (folder / "model_config.json").write_text(json.dumps({"num_items": 9, "num_categories": 4}))
+    manifest = {"served_variant": "int8", "served_file": "model.int8.onnx"}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def test_publish_writes_the_served_file_as_the_next_version(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    assert repository.publish(artifacts, repo) == 1
+    assert repository.publish(artifacts, repo) == 2
+    for model in ("ranker", "ranker_python"):
+        assert repository.versions(repo / model) == [1, 2]
+        assert (repo / model / "2" / "model.onnx").read_bytes() == b"int8 weights"
+        assert (repo / model / "config.pbtxt").exists()
+        # No staging folder is left behind for Triton to trip over.
+        assert sorted(p.name for p in (repo / model).iterdir()) == ["1", "2", "config.pbtxt"]
+    python_version = repo / "ranker_python" / "2"
+    assert (python_version / "model.py").read_text().startswith('"""Triton python-backend')
+    assert repository.read_limits(python_version) == (9, 4)
+
+
+def test_versions_line_up_across_models(artifacts: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repository.publish(artifacts, repo, ["ranker_python"])
+    assert repository.publish(artifacts, repo) == 2
+    assert repository.versions(repo / "ranker") == [2]
+
+
+def test_publish_refuses_a_folder_without_manifest(tmp_path: Path) -> None:
+    with pytest.raises(PublishError, match=r"no manifest\.json"):
+        repository.publish(tmp_path, tmp_path / "repo")
+
+
+def test_publish_refuses_a_missing_served_file(artifacts: Path, tmp_path: Path) -> None:
+    (artifacts / "model.int8.onnx").unlink()
+    with pytest.raises(PublishError, match=r"model\.int8\.onnx"):
+        repository.publish(artifacts, tmp_path / "repo")
+
+
+def test_pinning_rewrites_only_the_version_policy(artifacts: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repository.publish(artifacts, repo)
+    model_dir = repo / "ranker_python"
+    assert repository.pinned_versions(model_dir) is None
+    before = repository.read_config(model_dir)
+    repository.pin_versions(model_dir, [2, 1])
+    assert repository.pinned_versions(model_dir) == [1, 2]
+    after = repository.read_config(model_dir)
+    after.ClearField("version_policy")
+    before.ClearField("version_policy")
+    assert after == before
+
+
+def test_config_json_is_what_triton_reads(artifacts: Path, tmp_path: Path) -> None:
+    repository.publish(artifacts, tmp_path)
+    config = repository.with_versions(repository.read_config(tmp_path / "ranker"), [3])
+    parsed = json.loads(repository.config_json(config))
+    assert parsed["version_policy"] == {"specific": {"versions": ["3"]}}
+    assert parsed["platform"] == "onnxruntime_onnx"
+    assert parsed["max_batch_size"] == 256
