@@ -1,0 +1,151 @@
+"""Run the worker as a subprocess and talk to it through Kafka, for the integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+
+from schemas.codec import dead_letter_codec, recommendation_codec, request_codec
+from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from schemas.records import DeadLetter, Recommendation, RecRequest
+from schemas.topics import dead_letter_topic
+from tests.conftest import REPO_ROOT, free_port
+
+
+@dataclass(frozen=True)
+class WorkerTopics:
+    requests: str
+    output: str
+
+    @property
+    def dlq(self) -> str:
+        return dead_letter_topic(self.requests)
+
+    @classmethod
+    def create(cls, kafka: KafkaSettings, partitions: int = 4) -> WorkerTopics:
+        stem = f"w-{uuid.uuid4().hex[:8]}"
+        topics = cls(f"{stem}-requests", f"{stem}-recs")
+        specs = [TopicSpec(topics.requests, partitions), TopicSpec(topics.output, partitions)]
+        ensure_topics(kafka, [*specs, TopicSpec(topics.dlq, 1)])
+        return topics
+
+
+def worker_env(
+    kafka: KafkaSettings,
+    redis_url: str,
+    project: str,
+    model_dir: Path,
+    topics: WorkerTopics,
+    **worker: str,
+) -> dict[str, str]:
+    """The environment of one worker process; ``worker`` are STREAMREC_WORKER_* overrides."""
+    env = {
+        **os.environ,
+        "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        "STREAMREC_REDIS_URL": redis_url,
+        "STREAMREC_MODEL_DIR": str(model_dir),
+        "STREAMREC_WORKER_PROJECT": project,
+        "STREAMREC_WORKER_REQUESTS_TOPIC": topics.requests,
+        "STREAMREC_WORKER_OUTPUT_TOPIC": topics.output,
+        "STREAMREC_WORKER_GROUP_ID": f"g-{topics.requests}",
+        "STREAMREC_WORKER_METRICS_PORT": str(free_port()),
+        "STREAMREC_WORKER_RETRY_AFTER_MS": "500",
+    }
+    env.update({f"STREAMREC_WORKER_{k.upper()}": v for k, v in worker.items()})
+    return env
+
+
+class WorkerProcess:
+    """``python -m inference.worker`` with its output in a log file."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.log = log
+        self._handle = log.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "inference.worker"],
+            cwd=REPO_ROOT, env=env, stdout=self._handle, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(30)
+
+    def terminate(self, timeout_s: float = 60) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(timeout_s)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.kill()
+        self._handle.close()
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def produce(kafka: KafkaSettings, topic: str, requests: Iterable[RecRequest | bytes]) -> int:
+    producer = Producer(kafka.client_config(**{"linger.ms": 5}))
+    codec = request_codec()
+    n = 0
+    for item in requests:
+        if isinstance(item, RecRequest):
+            producer.produce(topic, codec.encode(item), key=str(item.user_id).encode())
+        else:
+            producer.produce(topic, item)
+        n += 1
+        if n % 1000 == 0:
+            producer.poll(0)
+    assert producer.flush(30) == 0
+    return n
+
+
+class OutputReader:
+    """Reads a topic from the beginning; keeps everything seen so far."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str, read_committed: bool = False) -> None:
+        config = kafka.client_config(
+            **{
+                "group.id": f"reader-{uuid.uuid4().hex[:8]}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed" if read_committed else "read_uncommitted",
+            }
+        )
+        self.consumer = Consumer(config)
+        self.consumer.subscribe([topic])
+        self.raw: list[bytes] = []
+
+    def read_until(self, count: int, timeout_s: float, settle_s: float = 0.0) -> list[bytes]:
+        """Until ``count`` records were seen (then ``settle_s`` longer) or the timeout."""
+        deadline = time.monotonic() + timeout_s
+        settle_until: float | None = None
+        while time.monotonic() < deadline:
+            if settle_until is None and len(self.raw) >= count:
+                settle_until = time.monotonic() + settle_s
+            if settle_until is not None and time.monotonic() >= settle_until:
+                break
+            for message in self.consumer.consume(1000, timeout=0.2):
+                value = message.value()
+                if message.error() is None and value is not None:
+                    self.raw.append(value)
+        return self.raw
+
+    def recommendations(self) -> list[Recommendation]:
+        codec = recommendation_codec()
+        return [codec.decode(raw) for raw in self.raw]
+
+    def dead_letters(self) -> list[DeadLetter]:
+        codec = dead_letter_codec()
+        return [codec.decode(raw) for raw in self.raw]
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from inference.ranking.contract import ZERO_ITEM_DENSE, user_dense_vector
+from inference.worker.features import TIMESTAMP, item_features, top_items, user_features
+
+
+def test_unknown_user_has_no_sequence_and_no_time() -> None:
+    user = user_features(7, None, None)
+    assert user.items == [] and user.features_at is None
+    assert user.dense == user_dense_vector(0, 0, 0, 0)
+
+
+def test_fresh_sequence_wins_and_viewed_or_bought_items_are_excluded() -> None:
+    recent = {
+        "item_ids": [1, 2, 3],
+        "category_ids": [10, 20, 30],
+        "behaviors": ["pv", "cart", "pv"],
+        TIMESTAMP: 2000,
+    }
+    window = {
+        "item_ids": [9, 8],
+        "category_ids": [90, 80],
+        "behaviors": ["buy", "fav"],
+        "pv_count": 3,
+        "cart_count": 1,
+        "fav_count": 1,
+        "buy_count": 1,
+        TIMESTAMP: 1000,
+    }
+    user = user_features(7, recent, window)
+    assert user.items == [1, 2, 3] and user.categories == [10, 20, 30]
+    assert user.excluded == {1, 3, 9}
+    assert user.dense == user_dense_vector(3, 1, 1, 1)
+    assert user.features_at == 2000
+
+
+def test_window_sequence_used_when_no_fresh_events() -> None:
+    window = {"item_ids": [9], "category_ids": [90], "behaviors": ["fav"], TIMESTAMP: 5}
+    assert user_features(7, None, window).items == [9]
+
+
+def test_item_features_and_trends() -> None:
+    row = {"category_id": 4, "pv": 10, "cart": 1, "fav": 0, "buy": 2, "conversion": 0.2}
+    features = item_features(row)
+    assert features.category_id == 4 and features.trend_score == 10 + 3 + 8
+    assert item_features(None).dense == ZERO_ITEM_DENSE
+    assert top_items({"top_item_ids": [3, 1]}) == [3, 1] and top_items(None) == []

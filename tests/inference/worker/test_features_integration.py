@@ -1,0 +1,59 @@
+"""The worker's batch reads return exactly what Feast's get_online_features returns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from inference.worker.features import TIMESTAMP, FeatureReader
+from inference.worker.inventory import inventory_key, mark
+from jobs.feature_writer.views import VIEWS
+from tests.feature_repo.applied import AppliedRepo
+from tests.inference.worker.world import World, changelog, write_features
+
+pytestmark = pytest.mark.integration
+
+
+def feast_rows(repo: AppliedRepo, view: str, ids: list[int]) -> list[dict[str, Any] | None]:
+    spec = VIEWS[view]
+    response = repo.store.get_online_features(
+        features=[f"{view}:{name}" for name in spec.feature_names],
+        entity_rows=[{spec.join_key: entity_id} for entity_id in ids],
+    ).to_dict()
+    rows: list[dict[str, Any] | None] = []
+    for i in range(len(ids)):
+        row = {name: response[name][i] for name in spec.feature_names}
+        rows.append(None if all(v is None for v in row.values()) else row)
+    return rows
+
+
+def without_time(rows: list[dict[str, Any] | None]) -> list[dict[str, Any] | None]:
+    return [None if r is None else {k: v for k, v in r.items() if k != TIMESTAMP} for r in rows]
+
+
+def test_batch_reads_equal_feast_get_online_features(feast_repo: AppliedRepo, world: World) -> None:
+    write_features(feast_repo.client, feast_repo.project, changelog(world.events))
+    reader = FeatureReader(feast_repo.client, feast_repo.project, inventory_key(feast_repo.project))
+    unknown = 2**40
+    users = [*world.users[:300], unknown]
+    items = [*sorted({e.item_id for e in world.events})[:300], unknown]
+    categories = [*sorted({e.category_id for e in world.events})[:100], unknown]
+    recent, window = reader.users(users)
+    item_rows, _ = reader.items(items)
+    category_rows = reader.categories(categories)
+    assert without_time(recent) == feast_rows(feast_repo, "user_recent_clicks", users)
+    assert without_time(window) == feast_rows(feast_repo, "user_click_window", users)
+    assert without_time(item_rows) == feast_rows(feast_repo, "item_trends", items)
+    assert without_time(category_rows) == feast_rows(feast_repo, "category_trends", categories)
+    assert recent[-1] is None and sum(r is not None for r in recent) == 300
+
+
+def test_inventory_set_marks_items_out_of_stock(feast_repo: AppliedRepo) -> None:
+    project = feast_repo.project + "inv"
+    reader = FeatureReader(feast_repo.client, project, inventory_key(project))
+    mark(feast_repo.client, out_of_stock=[11, 12], project=project)
+    mark(feast_repo.client, back_in_stock=[12], project=project)
+    _, stock = reader.items([10, 11, 12])
+    assert stock == [False, True, False]
+    assert reader.items([]) == ([], [])

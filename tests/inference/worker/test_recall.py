@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import numpy as np
+
+from inference.worker.recall import (
+    Candidate,
+    EmbeddingIndex,
+    merge_routes,
+    recent_categories,
+    trend_items,
+    user_routes,
+)
+
+
+def test_merge_keeps_the_first_route_of_each_item_in_priority_order() -> None:
+    routes = user_routes([5, 6], embedding=[6, 7], trend=[7, 8], popular=[9])
+    merged = merge_routes(routes, limit=10, min_count=0)
+    assert merged == [
+        Candidate(5, "request"),
+        Candidate(6, "request"),
+        Candidate(7, "embedding"),
+        Candidate(8, "trend"),
+    ]
+
+
+def test_popular_tops_up_short_lists_and_answers_cold_users() -> None:
+    short = merge_routes(user_routes(None, [1], [], [1, 2, 3, 4]), limit=10, min_count=3)
+    assert short == [Candidate(1, "embedding"), Candidate(2, "popular"), Candidate(3, "popular")]
+    cold = merge_routes(user_routes(None, [], [], [7, 8]), limit=10, min_count=0)
+    assert cold == [Candidate(7, "popular"), Candidate(8, "popular")]
+
+
+def test_merge_stops_at_the_limit() -> None:
+    merged = merge_routes(user_routes(list(range(1, 50)), [], [], []), limit=10)
+    assert [c.item_id for c in merged] == list(range(1, 11))
+
+
+def test_recent_categories_are_distinct_and_most_recent_first() -> None:
+    assert recent_categories([1, 2, 1, 3, 3, 0], limit=2) == [3, 1]
+
+
+def test_trend_items_interleave_categories_without_repeats() -> None:
+    assert trend_items([[1, 2, 3], [4, 1, 5]], limit=5) == [1, 4, 2, 3, 5]
+
+
+def test_embedding_index_finds_neighbours_of_recent_clicks() -> None:
+    # Rows 0 and 1 are pad and OOV; raw ids 100..103 are rows 2..5.
+    embeddings = np.array(
+        [[0, 0], [0, 0], [1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], dtype=np.float32
+    )
+    index = EmbeddingIndex(embeddings, np.array([100, 101, 102, 103]))
+    found = index.search([np.array([2], np.int32), np.array([1, 0], np.int32)], k=2)
+    assert found == [[100, 101], []]  # the OOV-only user gets nothing from this route
