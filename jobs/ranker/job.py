@@ -1,0 +1,170 @@
+"""The training job end to end: data → samples → baselines → model → variants → files."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from jobs.ranker.artifacts import (
+    MANIFEST,
+    METRICS,
+    atomic_directory,
+    manifest,
+    write_json,
+    write_model_files,
+)
+from jobs.ranker.baselines import CoVisitation, popularity_scores
+from jobs.ranker.errors import TrainingDataError
+from jobs.ranker.events import (
+    PROFILES,
+    DatasetProfile,
+    Events,
+    holdout_start,
+    in_range,
+    load_events,
+    split_by_time,
+)
+from jobs.ranker.lighten import choose_served, compare_variants
+from jobs.ranker.metrics import evaluate
+from jobs.ranker.model import DINConfig
+from jobs.ranker.samples import Catalog, SampleBuilder, Samples, unique_positives
+from jobs.ranker.settings import TrainSettings
+from jobs.ranker.training import TrainConfig, score, train
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Split:
+    train_events: Events
+    catalog: Catalog
+    train: Samples
+    held_out: Samples
+    info: dict[str, int]
+
+
+def _profile(settings: TrainSettings) -> DatasetProfile:
+    profile = PROFILES.get(settings.dataset, DatasetProfile())
+    if settings.holdout_days:
+        profile = replace(profile, holdout_days=settings.holdout_days)
+    return profile
+
+
+def _at_most(events: Events, limit: int, rng: np.random.Generator) -> Events:
+    if not limit or len(events) <= limit:
+        return events
+    keep = np.zeros(len(events), dtype=bool)
+    keep[rng.choice(len(events), size=limit, replace=False)] = True
+    return events.take(keep)
+
+
+def build_split(settings: TrainSettings, report: Report = print) -> Split:
+    """Train rows from days before the cutoff, evaluation rows from the held-out days."""
+    events, audit = load_events(settings.dataset, settings.file)
+    profile = _profile(settings)
+    events = in_range(events, profile)
+    cutoff = holdout_start(events, profile)
+    train_events, held_out_events = split_by_time(events, cutoff)
+    catalog = Catalog.from_train(train_events)
+    rng = np.random.default_rng(settings.seed)
+    builder = SampleBuilder(events, catalog)
+    train_targets = _at_most(unique_positives(train_events), settings.max_train_rows, rng)
+    held_out = unique_positives(held_out_events)
+    # An item the train split never saw cannot be ranked by any method here; the
+    # ranking protocol needs a true item that is in the catalog.
+    known = held_out.take(catalog.vocab.item_index(held_out.item) >= 2)
+    if len(known) == 0:
+        raise TrainingDataError("no held-out positive is an item of the train split")
+    eval_targets = _at_most(known, settings.max_eval_rows, rng)
+    info = {
+        "cutoff_ms": cutoff,
+        "events": len(events),
+        "bad_or_filtered_rows": audit.bad_rows + audit.filtered,
+        "train_events": len(train_events),
+        "held_out_events": len(held_out_events),
+        "held_out_positives": len(held_out),
+        "held_out_unknown_items": len(held_out) - len(known),
+        "train_rows": len(train_targets),
+        "eval_rows": len(eval_targets),
+        "num_items": catalog.vocab.num_items,
+        "num_categories": catalog.vocab.num_categories,
+    }
+    report(
+        f"{settings.dataset}: {info['train_events']} train / {info['held_out_events']} "
+        f"held-out events; {info['train_rows']} train rows, {info['eval_rows']} eval rows "
+        f"({info['held_out_unknown_items']} held-out positives on unseen items skipped)"
+    )
+    return Split(
+        train_events,
+        catalog,
+        builder.build(train_targets, settings.negatives, rng),
+        builder.build(eval_targets, settings.eval_negatives, rng),
+        info,
+    )
+
+
+def baseline_metrics(split: Split) -> dict[str, dict[str, float]]:
+    """Popularity and co-visitation on the same held-out candidate sets as the model."""
+    covisit = CoVisitation.from_train(split.train_events, split.catalog)
+    labels = split.held_out.labels
+    return {
+        "popularity": evaluate(popularity_scores(split.catalog, split.held_out), labels),
+        "covisitation": evaluate(covisit.scores(split.held_out, split.catalog), labels),
+    }
+
+
+def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
+    """Train, evaluate, export and write the model directory; returns metrics.json."""
+    started = time.perf_counter()
+    split = build_split(settings, report)
+    baselines = baseline_metrics(split)
+    model_config = DINConfig(
+        split.catalog.vocab.num_items, split.catalog.vocab.num_categories, settings.dim
+    )
+    train_config = TrainConfig(
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        seed=settings.seed,
+        threads=settings.threads,
+    )
+    train_started = time.perf_counter()
+    model, losses = train(model_config, split.train, train_config, report)
+    train_seconds = time.perf_counter() - train_started
+    model_metrics = evaluate(score(model, split.held_out), split.held_out.labels)
+    with atomic_directory(settings.out) as staging:
+        write_model_files(staging, model, split.catalog)
+        variants = compare_variants(staging, split.held_out, settings.threads)
+        served = choose_served(variants)
+        metrics = {
+            "dataset": settings.dataset,
+            "seed": settings.seed,
+            "split": split.info,
+            "model": model_metrics,
+            "baselines": baselines,
+            "variants": [v.as_dict() for v in variants],
+            "served_variant": served.variant,
+            "train_loss": losses,
+            "train_seconds": train_seconds,
+            "total_seconds": time.perf_counter() - started,
+        }
+        write_json(staging / METRICS, metrics)
+        write_json(
+            staging / MANIFEST,
+            manifest(
+                served.variant,
+                served.file,
+                dataset=settings.dataset,
+                seed=settings.seed,
+                num_items=model_config.num_items,
+                num_categories=model_config.num_categories,
+                dim=model_config.dim,
+                served_auc=served.auc,
+                fp32_file="model.onnx",
+            ),
+        )
+    return metrics

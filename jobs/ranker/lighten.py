@@ -1,0 +1,106 @@
+"""FP32 / INT8 / FP16 ONNX variants: held-out AUC, scoring speed, the served default.
+
+The served default is the fastest variant whose AUC is within ``MAX_AUC_LOSS``
+of FP32's, measured on the same rows; FP32 when none qualifies.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort  # type: ignore[import-untyped]
+
+from inference.ranking.contract import INPUT_NAMES, SCORES
+from jobs.ranker.metrics import evaluate
+from jobs.ranker.samples import Samples
+from jobs.ranker.windows import F32
+
+MAX_AUC_LOSS = 0.005
+VARIANT_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx", "fp16": "model.fp16.onnx"}
+
+
+@dataclass(frozen=True)
+class VariantReport:
+    variant: str
+    file: str
+    auc: float
+    auc_loss: float  # FP32 AUC minus this variant's
+    max_abs_diff: float  # largest score difference from FP32 on the held-out rows
+    candidates_per_s: float
+    speedup: float  # against FP32
+
+    def as_dict(self) -> dict[str, float | str]:
+        return asdict(self)
+
+
+def session(path: Path, threads: int = 2) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _feed(samples: Samples, rows: slice) -> dict[str, npt.NDArray[Any]]:
+    return {name: np.ascontiguousarray(getattr(samples, name)[rows]) for name in INPUT_NAMES}
+
+
+def onnx_scores(runner: ort.InferenceSession, samples: Samples, batch_size: int = 256) -> F32:
+    parts = [
+        runner.run([SCORES], _feed(samples, slice(lo, lo + batch_size)))[0]
+        for lo in range(0, len(samples), batch_size)
+    ]
+    scores: F32 = np.concatenate(parts).astype(np.float32)
+    return scores
+
+
+def candidates_per_second(
+    runner: ort.InferenceSession, samples: Samples, users: int = 64, seconds: float = 1.5
+) -> float:
+    """Scoring speed on one fixed batch (``users`` rows with all their candidates)."""
+    feed = _feed(samples, slice(0, users))
+    per_call = feed[INPUT_NAMES[3]].size
+    for _ in range(3):  # warm-up: allocations and kernel selection
+        runner.run([SCORES], feed)
+    calls, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        runner.run([SCORES], feed)
+        calls += 1
+    return calls * per_call / (time.perf_counter() - started)
+
+
+def compare_variants(directory: Path, samples: Samples, threads: int = 2) -> list[VariantReport]:
+    """One report per variant file in ``directory``, FP32 first."""
+    measured = {}
+    for variant, file in VARIANT_FILES.items():
+        runner = session(directory / file, threads)
+        measured[variant] = (onnx_scores(runner, samples), candidates_per_second(runner, samples))
+    base_scores, base_speed = measured["fp32"]
+    base_auc = evaluate(base_scores, samples.labels)["auc"]
+    reports = []
+    for variant, (scores, speed) in measured.items():
+        variant_auc = evaluate(scores, samples.labels)["auc"]
+        reports.append(
+            VariantReport(
+                variant=variant,
+                file=VARIANT_FILES[variant],
+                auc=variant_auc,
+                auc_loss=base_auc - variant_auc,
+                max_abs_diff=float(np.abs(scores - base_scores).max()),
+                candidates_per_s=speed,
+                speedup=speed / base_speed,
+            )
+        )
+    return reports
+
+
+def choose_served(
+    reports: list[VariantReport], max_auc_loss: float = MAX_AUC_LOSS
+) -> VariantReport:
+    """The fastest variant within ``max_auc_loss`` of FP32 (FP32 itself always qualifies)."""
+    eligible = [r for r in reports if r.variant == "fp32" or r.auc_loss <= max_auc_loss]
+    return max(eligible, key=lambda r: r.candidates_per_s)
