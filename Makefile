@@ -6,7 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
 .PHONY: help setup up down status test test-unit lint demo bench-ingest bench-features \
-	features features-cluster feature-writer feast-apply schemas clean
+	features features-cluster feature-writer feast-apply schemas clean \
+	bench-serving
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -55,6 +56,9 @@ bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw con
 
 bench-features: $(STAMP) ## feature-job events/s (SQL vs Python DataStream) and freshness
 	$(PY) -m tests.benchmarks.features
+
+bench-serving: $(STAMP) ## ranker served by Triton (gRPC) vs ONNX Runtime in process
+	$(PY) -m tests.benchmarks.serving
 
 features: $(STAMP) ## run the streaming feature job locally (mini-cluster) against the stack
 	$(PY) -m jobs.features
