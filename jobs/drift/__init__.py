@@ -1,0 +1,1 @@
+"""The drift watch: feature changelog and scores against a reference, with Evidently."""

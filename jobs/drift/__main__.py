@@ -1,0 +1,5 @@
+import sys
+
+from jobs.drift.cli import main
+
+sys.exit(main())
