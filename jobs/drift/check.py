@@ -56,7 +56,7 @@ def run_check(
     )
     if not prepared.columns:
         return CheckResult(_alert(reference, window, now_ms, "insufficient_data", []), None)
-    snapshot = run_report(prepared)
+    snapshot = run_report(prepared, rules.min_drifted_features)
     features = verdicts(snapshot.dict(), prepared.columns)
     drifted = sum(feature.drifted for feature in features)
     status = "drift" if drifted >= rules.min_drifted_features else "ok"

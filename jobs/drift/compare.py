@@ -68,8 +68,12 @@ def _count(frame: pd.DataFrame, name: str) -> int:
     return int(frame[name].notna().sum()) if name in frame else 0
 
 
-def run_report(prepared: Prepared) -> Snapshot:
-    """Evidently's data-drift preset with each column's own method and threshold."""
+def run_report(prepared: Prepared, min_drifted_features: int = 1) -> Snapshot:
+    """Evidently's data-drift preset with each column's own method and threshold.
+
+    Its dataset verdict uses the same rule as the check's status, so the
+    report's headline and the published alert agree.
+    """
     columns = list(prepared.columns)
     definition = DataDefinition(
         numerical_columns=[c for c in columns if c not in CATEGORICAL],
@@ -77,6 +81,7 @@ def run_report(prepared: Prepared) -> Snapshot:
     )
     preset = DataDriftPreset(
         columns=columns,
+        drift_share=min(min_drifted_features / len(columns), 1.0),
         per_column_method={c: BY_NAME[c].method for c in columns},
         per_column_threshold={c: BY_NAME[c].threshold for c in columns},
     )
