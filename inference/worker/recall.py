@@ -41,11 +41,11 @@ def merge_routes(
     merged: list[Candidate] = []
     seen: set[int] = set()
     for route in ROUTE_ORDER:
-        items = routes.get(route, ())
-        if route == "popular" and merged and len(merged) >= min_count:
-            break
-        for item in items:
-            if len(merged) >= limit or (route == "popular" and merged and len(merged) >= min_count):
+        cap = limit
+        if route == "popular" and merged:
+            cap = min(limit, min_count)
+        for item in routes.get(route, ()):
+            if len(merged) >= cap:
                 break
             if item not in seen:
                 seen.add(item)

@@ -37,19 +37,19 @@ class WorkerSettings:
     model_dir: Path = Path(".cache/ranker")
     # triton = the served ranker; onnx = the same ONNX file in process (the benchmark's ceiling).
     scorer: str = "triton"
-    batch_size: int = 256
+    batch_size: int = 128
     batch_timeout_ms: int = 5
     # Users per Triton request; a micro-batch is split into chunks sent concurrently.
-    users_per_request: int = 64
+    users_per_request: int = 16
     max_inflight: int = 4
-    triton_timeout_ms: int = 200
+    triton_timeout_ms: int = 1000
     redis_timeout_ms: int = 200
     # After a failure the dependency is skipped (fallback) for this long, then probed again.
     retry_after_ms: int = 1000
-    embedding_candidates: int = 50
-    trend_candidates: int = 50
-    popular_candidates: int = 100
-    max_candidates: int = 200
+    embedding_candidates: int = 40
+    trend_candidates: int = 40
+    popular_candidates: int = 50
+    max_candidates: int = 100
     max_per_category: int = 3
     exactly_once: bool = False
     transactional_id: str = ""

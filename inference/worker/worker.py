@@ -81,13 +81,16 @@ class Worker:
             settings.group_id,
             settings.effective_transactional_id if settings.exactly_once else None,
         )
-        self.scorer = build_scorer(settings)
-        breaker = Breaker(settings.retry_after_ms / 1000)
-        self.ranker = Ranker(
-            self.scorer, breaker, settings.users_per_request, artifacts.popular_items, metrics
-        )
+        self.popular = artifacts.popular_items
+        self.scorer: Scorer | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
+        # gRPC's asyncio channel belongs to the loop it is created on: build it here.
+        self.scorer = build_scorer(self.settings)
+        breaker = Breaker(self.settings.retry_after_ms / 1000)
+        self.ranker = Ranker(
+            self.scorer, breaker, self.settings.users_per_request, self.popular, self.metrics
+        )
         pending: asyncio.Task[None] | None = None
         try:
             while not stop.is_set():
@@ -154,7 +157,8 @@ class Worker:
 
     async def _close(self) -> None:
         try:
-            await self.scorer.close()
+            if self.scorer is not None:
+                await self.scorer.close()
         finally:
             self.sink.close()
             self.stream.close()

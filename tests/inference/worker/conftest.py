@@ -61,10 +61,14 @@ def start_worker(
     """Starts ``python -m inference.worker`` subprocesses; all are killed at the end."""
     started: list[WorkerProcess] = []
 
-    def start(topics: WorkerTopics, redis_url: str | None = None, **worker: str) -> WorkerProcess:
-        env = worker_env(
-            kafka, redis_url or stack.redis_url, world_project, world.model_dir, topics, **worker
-        )
+    def start(
+        topics: WorkerTopics,
+        redis_url: str | None = None,
+        triton: tuple[str, str] = ("127.0.0.1:1", "ranker_python"),
+        **worker: str,
+    ) -> WorkerProcess:
+        redis_url = redis_url or stack.redis_url
+        env = worker_env(kafka, redis_url, world_project, world.model_dir, topics, triton, **worker)
         process = WorkerProcess(env, tmp_path / f"worker-{len(started)}.log")
         started.append(process)
         return process

@@ -45,6 +45,7 @@ def worker_env(
     project: str,
     model_dir: Path,
     topics: WorkerTopics,
+    triton: tuple[str, str] = ("127.0.0.1:1", "ranker_python"),
     **worker: str,
 ) -> dict[str, str]:
     """The environment of one worker process; ``worker`` are STREAMREC_WORKER_* overrides."""
@@ -54,6 +55,8 @@ def worker_env(
         "STREAMREC_REDIS_URL": redis_url,
         "STREAMREC_MODEL_DIR": str(model_dir),
         "STREAMREC_WORKER_PROJECT": project,
+        "STREAMREC_TRITON_URL": triton[0],
+        "STREAMREC_TRITON_MODEL": triton[1],
         "STREAMREC_WORKER_REQUESTS_TOPIC": topics.requests,
         "STREAMREC_WORKER_OUTPUT_TOPIC": topics.output,
         "STREAMREC_WORKER_GROUP_ID": f"g-{topics.requests}",

@@ -1,0 +1,138 @@
+"""The worker on the real stack: Kafka, Redis (Feast format) and Triton, as a subprocess."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import redis
+
+from inference.worker.inventory import mark
+from schemas.codec import wall_clock_ms
+from schemas.features import UserRecentEvents, pack_event
+from schemas.kafka import KafkaSettings
+from schemas.records import Recommendation, RecRequest
+from tests.conftest import TritonServer
+from tests.inference.worker.conftest import StartWorker
+from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
+from tests.inference.worker.world import World, requests_for, write_features
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+UNKNOWN_USERS = [2**40 + i for i in range(10)]
+
+
+def by_request(recs: list[Recommendation]) -> dict[str, Recommendation]:
+    return {r.request_id: r for r in recs}
+
+
+def ask(
+    kafka: KafkaSettings, topics: WorkerTopics, reader: OutputReader, requests: list[RecRequest]
+) -> dict[str, Recommendation]:
+    """Send ``requests``; the answers to them once all have arrived."""
+    before = len(reader.raw)
+    produce(kafka, topics.requests, requests)
+    reader.read_until(before + len(requests), timeout_s=120)
+    wanted = {r.request_id for r in requests}
+    return {k: v for k, v in by_request(reader.recommendations()).items() if k in wanted}
+
+
+def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world: World,
+    world_project: str,
+    redis_client: redis.Redis,
+    start_worker: StartWorker,
+) -> None:
+    topics = WorkerTopics.create(kafka)
+    # A generous budget: this test checks answers, not speed, on a shared CPU.
+    worker = start_worker(topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000")
+    reader = OutputReader(kafka, topics.output)
+    try:
+        users = world.users[:400] + UNKNOWN_USERS
+        requests = list(requests_for(users, "first", k=10))
+        answers = ask(kafka, topics, reader, requests)
+        assert reader.read_until(len(requests), timeout_s=1, settle_s=2)
+        counts = Counter(r.request_id for r in reader.recommendations())
+        assert set(counts) == {r.request_id for r in requests}, worker.output()[-3000:]
+        assert max(counts.values()) == 1
+        bought = world.bought()
+        for request in requests:
+            rec = answers[request.request_id]
+            assert rec.user_id == request.user_id
+            assert not rec.degraded, (rec.degraded_reasons, worker.output()[-3000:])
+            assert rec.model_version.startswith(triton.model)
+            assert 0 < len(rec.items) <= request.k
+            assert not {i.item_id for i in rec.items} & bought.get(request.user_id, set())
+        cold = [answers[r.request_id] for r in requests if r.user_id in UNKNOWN_USERS]
+        assert all(rec.items and rec.features_at is None for rec in cold)
+        assert {i.route for rec in cold for i in rec.items} == {"popular"}
+        routes = Counter(i.route for rec in answers.values() for i in rec.items)
+        assert routes["embedding"] and routes["trend"]
+
+        # New clicks through the feature writer's path change the user's answer.
+        user = world.users[0]
+        old = answers["first-0"]
+        clicked = [i.item_id for i in old.items[:3]]
+        art = world.artifacts
+        categories = dict(
+            zip(art.vocab.item_ids.tolist(), art.item_categories[2:].tolist(), strict=True)
+        )
+        now = wall_clock_ms()
+        events = [pack_event(now - 10 + n, item, categories[item], "pv")
+                  for n, item in enumerate(clicked)]  # fmt: skip
+        write_features(redis_client, world_project, [UserRecentEvents(user, now, events)])
+        fresh = ask(kafka, topics, reader, [RecRequest(request_id="after-click", user_id=user,
+                                                       ts=wall_clock_ms(), k=10)])  # fmt: skip
+        new = fresh["after-click"]
+        assert [i.item_id for i in new.items] != [i.item_id for i in old.items]
+        assert not {i.item_id for i in new.items} & set(clicked)
+        assert new.features_at is not None and new.features_at >= now
+
+        # Items marked out of stock disappear from the answers.
+        gone = [i.item_id for i in new.items[:2]]
+        mark(redis_client, out_of_stock=gone, project=world_project)
+        again = ask(kafka, topics, reader, [RecRequest(request_id="after-stock", user_id=user,
+                                                       ts=wall_clock_ms(), k=10)])  # fmt: skip
+        assert not {i.item_id for i in again["after-stock"].items} & set(gone)
+
+        # Malformed requests go to the dead-letter topic; the loop goes on.
+        bad = [b"not json", b'{"request_id": "x", "user_id": -1, "ts": 1}', b"{}"]
+        produce(kafka, topics.requests, bad)
+        after_bad = ask(kafka, topics, reader, list(requests_for(users[:5], "after-bad")))
+        assert len(after_bad) == 5
+        dlq = OutputReader(kafka, topics.dlq)
+        dlq.read_until(3, timeout_s=30)
+        letters = dlq.dead_letters()
+        dlq.close()
+        assert sorted(letter.original for letter in letters) == sorted(bad)
+        assert {letter.error_kind for letter in letters} == {"malformed", "schema"}
+        assert worker.terminate() == 0  # graceful SIGTERM
+    finally:
+        reader.close()
+
+
+def test_redis_down_gives_flagged_answers_from_what_the_worker_has(
+    kafka: KafkaSettings, triton: TritonServer, world: World, start_worker: StartWorker
+) -> None:
+    topics = WorkerTopics.create(kafka)
+    start_worker(
+        topics,
+        redis_url="redis://127.0.0.1:1/0",
+        triton=(triton.grpc_url, triton.model),
+    )
+    reader = OutputReader(kafka, topics.output)
+    try:
+        campaign = RecRequest(
+            request_id="campaign", user_id=world.users[0], ts=wall_clock_ms(), k=5,
+            candidates=list(world.artifacts.popular_items[50:60]),
+        )  # fmt: skip
+        requests = [*requests_for(world.users[:20], "down"), campaign]
+        answers = ask(kafka, topics, reader, requests)
+        assert len(answers) == len(requests)
+        for rec in answers.values():
+            assert rec.degraded and "redis_unavailable" in rec.degraded_reasons
+            assert rec.items
+        assert {i.route for i in answers["campaign"].items} == {"request"}
+    finally:
+        reader.close()
