@@ -1,0 +1,164 @@
+"""Fault tests: the worker (a subprocess) killed, Triton stopped, workers joining and leaving."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from inference.serving import repository
+from jobs.localstack import Stack, StackSettings
+from schemas.codec import wall_clock_ms
+from schemas.kafka import KafkaSettings
+from schemas.records import Recommendation, RecRequest
+from tests.conftest import REPO_ROOT, TritonServer, free_port
+from tests.inference.worker.conftest import StartWorker
+from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
+from tests.inference.worker.world import World, requests_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+# Small candidate lists and a generous budget: these tests are about delivery, not speed.
+FAST = {"max_candidates": "30", "triton_timeout_ms": "20000"}
+
+
+def many_requests(world: World, n: int, prefix: str) -> list[RecRequest]:
+    users = (world.users * (n // len(world.users) + 1))[:n]
+    return list(requests_for(users, prefix, k=5))
+
+
+def kill_mid_run_and_restart(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world: World,
+    start_worker: StartWorker,
+    read_committed: bool,
+    **worker: str,
+) -> tuple[list[RecRequest], list[Recommendation]]:
+    topics = WorkerTopics.create(kafka)
+    requests = many_requests(world, 1500, "kill")
+    first = start_worker(topics, triton=(triton.grpc_url, triton.model), **FAST, **worker)
+    reader = OutputReader(kafka, topics.output, read_committed=read_committed)
+    try:
+        produce(kafka, topics.requests, requests)
+        reader.read_until(200, timeout_s=180)
+        first.kill()  # SIGKILL: no chance to commit, flush or abort
+        seen_at_kill = len(reader.raw)
+        assert 0 < seen_at_kill < len(requests), first.output()[-2000:]
+        second = start_worker(topics, triton=(triton.grpc_url, triton.model), **FAST, **worker)
+        reader.read_until(len(requests), timeout_s=300, settle_s=5)
+        assert second.terminate() == 0, second.output()[-2000:]
+        return requests, reader.recommendations()
+    finally:
+        reader.close()
+
+
+def test_sigkill_mid_run_loses_no_request_at_least_once(
+    kafka: KafkaSettings, triton: TritonServer, world: World, start_worker: StartWorker
+) -> None:
+    requests, recs = kill_mid_run_and_restart(kafka, triton, world, start_worker, False)
+    assert {r.request_id for r in recs} == {r.request_id for r in requests}
+
+
+def test_sigkill_mid_run_loses_and_duplicates_nothing_exactly_once(
+    kafka: KafkaSettings, triton: TritonServer, world: World, start_worker: StartWorker
+) -> None:
+    requests, recs = kill_mid_run_and_restart(
+        kafka, triton, world, start_worker, True,
+        exactly_once="true", transactional_id=f"tx-{os.getpid()}-{time.time_ns()}",
+    )  # fmt: skip
+    counts = Counter(r.request_id for r in recs)
+    assert set(counts) == {r.request_id for r in requests}
+    assert max(counts.values()) == 1, counts.most_common(3)
+
+
+def test_workers_in_one_group_share_partitions_and_survive_rebalances(
+    kafka: KafkaSettings, triton: TritonServer, world: World, start_worker: StartWorker
+) -> None:
+    topics = WorkerTopics.create(kafka, partitions=4)
+    requests = many_requests(world, 900, "group")
+    thirds = [requests[i : i + 300] for i in range(0, 900, 300)]
+    triton_at = (triton.grpc_url, triton.model)
+    first = start_worker(topics, triton=triton_at, **FAST)
+    reader = OutputReader(kafka, topics.output)
+    try:
+        produce(kafka, topics.requests, thirds[0])
+        reader.read_until(100, timeout_s=180)
+        second = start_worker(topics, triton=triton_at, **FAST)  # joins: partitions move
+        produce(kafka, topics.requests, thirds[1])
+        reader.read_until(400, timeout_s=180)
+        assert first.terminate() == 0, first.output()[-2000:]  # leaves: partitions move back
+        produce(kafka, topics.requests, thirds[2])
+        reader.read_until(len(requests), timeout_s=300, settle_s=3)
+        assert {r.request_id for r in reader.recommendations()} == {
+            r.request_id for r in requests
+        }, second.output()[-2000:]
+        assert "assigned" in second.output()
+    finally:
+        reader.close()
+
+
+@pytest.fixture
+def own_triton(world: World, tmp_path: Path) -> Iterator[tuple[Stack, str]]:
+    """A Triton of this test's own (it gets stopped), serving the world's model."""
+    models = tmp_path / "models"
+    repository.publish(world.model_dir, models)
+    settings = StackSettings(
+        home=tmp_path / "home",
+        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+        triton_http_port=free_port(),
+        triton_grpc_port=free_port(),
+        triton_metrics_port=free_port(),
+        triton_model_repository=models,
+    )
+    local = Stack(settings)
+    local.up(["triton"])
+    try:
+        yield local, settings.triton_grpc_url
+    finally:
+        local.down(["triton"])
+
+
+def test_triton_stopped_mid_run_gives_flagged_fallbacks_then_normal_answers(
+    kafka: KafkaSettings,
+    world: World,
+    start_worker: StartWorker,
+    own_triton: tuple[Stack, str],
+) -> None:
+    local, url = own_triton
+    topics = WorkerTopics.create(kafka)
+    start_worker(
+        topics, triton=(url, "ranker_python"), max_candidates="30",
+        triton_timeout_ms="3000", retry_after_ms="500",
+    )  # fmt: skip
+    reader = OutputReader(kafka, topics.output)
+
+    def ask(prefix: str, n: int = 20) -> list[Recommendation]:
+        before = len(reader.raw)
+        produce(kafka, topics.requests, many_requests(world, n, prefix))
+        reader.read_until(before + n, timeout_s=120)
+        return [r for r in reader.recommendations() if r.request_id.startswith(prefix + "-")]
+
+    try:
+        normal = ask("before")
+        assert len(normal) == 20 and not any(r.degraded for r in normal)
+        local.down(["triton"])
+        started = wall_clock_ms()
+        down = ask("down")
+        assert len(down) == 20
+        for rec in down:
+            assert rec.degraded and rec.items and rec.model_version.startswith("fallback")
+            assert set(rec.degraded_reasons) <= {"triton_unavailable", "triton_timeout"}
+        # Within the time budget: one failed call at most, then the breaker answers at once.
+        assert max(r.produced_at for r in down) - started < 30_000
+        local.up(["triton"])
+        deadline = time.monotonic() + 180
+        recovered: list[Recommendation] = []
+        while time.monotonic() < deadline and not recovered:
+            recovered = [r for r in ask(f"after{int(time.monotonic())}", 5) if not r.degraded]
+        assert recovered and recovered[0].model_version.startswith("ranker_python")
+    finally:
+        reader.close()
