@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: help setup up down status test test-unit lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
-	bench-serving train
+	bench-serving train worker bench-e2e
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -59,6 +59,12 @@ bench-features: $(STAMP) ## feature-job events/s (SQL vs Python DataStream) and 
 
 bench-serving: $(STAMP) ## ranker served by Triton (gRPC) vs ONNX Runtime in process
 	$(PY) -m tests.benchmarks.serving
+
+worker: $(STAMP) ## run the inference worker (requests -> features, recall, Triton -> recommendations)
+	$(PY) -m inference.worker
+
+bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs naive vs in-process ceiling
+	$(PY) -m tests.benchmarks.e2e
 
 train: $(STAMP) ## train the ranker (Taobao 9 days, last day held out), export ONNX variants, print metrics
 	$(PY) -m jobs.ranker

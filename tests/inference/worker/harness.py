@@ -70,11 +70,11 @@ def worker_env(
 class WorkerProcess:
     """``python -m inference.worker`` with its output in a log file."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+    def __init__(self, env: dict[str, str], log: Path, module: str = "inference.worker") -> None:
         self.log = log
         self._handle = log.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "inference.worker"],
+            [sys.executable, "-m", module],
             cwd=REPO_ROOT, env=env, stdout=self._handle, stderr=subprocess.STDOUT,
         )  # fmt: skip
 

@@ -1,0 +1,295 @@
+"""``make bench-e2e``: request → recommendation latency and throughput, side by side.
+
+One run starts its own Kafka, Redis and Triton on free ports, writes real Taobao
+users' features through the feature writer's path, and measures three workers on
+the same requests, model and candidates:
+
+- **worker** — ``python -m inference.worker``: micro-batches, one Redis pipeline
+  per round trip, users batched per Triton request, asynchronous, overlapped;
+- **naive** — ``python -m inference.worker.naive``: one message at a time, Feast
+  SDK reads, one blocking Triton call per request, flush and commit per message;
+- **ceiling** — the worker with in-process ONNX Runtime scoring of the same
+  candidates instead of Triton (what this box can do without a network hop).
+
+Each gets a burst (saturation throughput: answers over the span from the first
+send to the last answer) and then a fixed rate of half its own saturation
+throughput (latency p50/p95/p99 from the request's send to the answer's arrival
+at a real consumer, and the error rate: unanswered or degraded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer
+
+from inference.serving import repository
+from jobs.localstack import Stack, StackSettings
+from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
+from schemas.kafka import KafkaSettings
+from schemas.records import RecRequest
+from tests.benchmarks.freshness import percentile
+from tests.benchmarks.report import print_table, result_line, save_bar_plot
+from tests.conftest import REPO_ROOT, free_port
+from tests.feature_repo.applied import applied_copy
+from tests.inference.worker.harness import WorkerProcess, WorkerTopics, worker_env
+from tests.inference.worker.world import (
+    World,
+    build_world,
+    changelog,
+    stream_events,
+    write_features,
+)
+
+REPORT = REPO_ROOT / "reports" / "bench-e2e.png"
+
+
+@dataclass
+class Measured:
+    sent: int
+    answered: int
+    degraded: int
+    seconds: float
+    latencies_ms: list[float]
+
+    @property
+    def rps(self) -> float:
+        return self.answered / self.seconds if self.seconds else 0.0
+
+    @property
+    def error_rate(self) -> float:
+        return (self.sent - self.answered + self.degraded) / self.sent if self.sent else 0.0
+
+    def p(self, q: float) -> float:
+        return percentile(self.latencies_ms, q) if self.latencies_ms else float("nan")
+
+
+class Collector:
+    """A real consumer of the recommendations topic: arrival time of each answer."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+        self._consumer = Consumer(kafka.client_config(**{
+            "group.id": f"bench-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "fetch.wait.max.ms": 5,
+        }))  # fmt: skip
+        self._consumer.subscribe([topic])
+        self.arrived: dict[str, tuple[int, bool]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        codec = recommendation_codec()
+        while not self._stop.is_set():
+            for message in self._consumer.consume(500, timeout=0.05):
+                now = time.time_ns()
+                value = message.value()
+                if message.error() is None and value is not None:
+                    rec = codec.decode(value)
+                    self.arrived.setdefault(rec.request_id, (now, rec.degraded))
+
+    def wait_for(self, ids: Sequence[str], timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not all(i in self.arrived for i in ids):
+            time.sleep(0.05)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._consumer.close()
+
+
+def send(
+    kafka: KafkaSettings, topic: str, users: Sequence[int], prefix: str, rate: float | None
+) -> dict[str, int]:
+    """Requests to ``users``, at ``rate`` per second (None: as fast as possible); send times."""
+    producer = Producer(kafka.client_config(**{"linger.ms": 0, "acks": "1"}))
+    codec = request_codec()
+    sent: dict[str, int] = {}
+    start = time.perf_counter()
+    for n, user in enumerate(users):
+        if rate:
+            delay = start + n / rate - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        request = RecRequest(request_id=f"{prefix}-{n}", user_id=user, ts=wall_clock_ms(), k=10)
+        sent[request.request_id] = time.time_ns()
+        producer.produce(topic, codec.encode(request), key=str(user).encode())
+        producer.poll(0)
+    producer.flush(30)
+    return sent
+
+
+def measure(
+    kafka: KafkaSettings, topics: WorkerTopics, collector: Collector, users: Sequence[int],
+    prefix: str, rate: float | None, timeout_s: float,
+) -> Measured:  # fmt: skip
+    sent = send(kafka, topics.requests, users, prefix, rate)
+    collector.wait_for(list(sent), timeout_s)
+    got = {i: collector.arrived[i] for i in sent if i in collector.arrived}
+    latencies = [(got[i][0] - sent[i]) / 1e6 for i in got]
+    span = (max((t for t, _ in got.values()), default=0) - min(sent.values())) / 1e9
+    return Measured(len(sent), len(got), sum(d for _, d in got.values()), span, latencies)
+
+
+@dataclass
+class VariantResult:
+    name: str
+    saturation: Measured
+    half: Measured
+
+
+def run_variant(
+    name: str, module: str, env: dict[str, str], kafka: KafkaSettings, world: World,
+    args: argparse.Namespace, log_dir: Path,
+) -> VariantResult:  # fmt: skip
+    topics = WorkerTopics.create(kafka, partitions=4)
+    env = {**env, "STREAMREC_WORKER_REQUESTS_TOPIC": topics.requests,
+           "STREAMREC_WORKER_OUTPUT_TOPIC": topics.output,
+           "STREAMREC_WORKER_GROUP_ID": f"bench-{name}-{uuid.uuid4().hex[:6]}",
+           "STREAMREC_WORKER_METRICS_PORT": str(free_port())}  # fmt: skip
+    process = WorkerProcess(env, log_dir / f"{name}.log", module)
+    collector = Collector(kafka, topics.output)
+    users = world.users
+    try:
+        warm = measure(kafka, topics, collector, users[:20], f"{name}-warm", None, 240)
+        if warm.answered < 20:
+            raise RuntimeError(f"{name} did not answer the warm-up:\n{process.output()[-3000:]}")
+        burst = args.naive_burst if name == "naive" else args.burst
+        saturation = measure(
+            kafka, topics, collector, _cycle(users, burst), f"{name}-sat", None, args.timeout
+        )
+        rate = max(1.0, saturation.rps / 2)
+        count = max(20, int(rate * args.seconds))
+        half = measure(
+            kafka, topics, collector, _cycle(users, count), f"{name}-half", rate, args.timeout
+        )
+        print(f"{name}: saturation {saturation.rps:.0f} rps, half load {rate:.0f} rps "
+              f"p99 {half.p(99):.1f} ms", flush=True)  # fmt: skip
+        return VariantResult(name, saturation, half)
+    finally:
+        collector.close()
+        if process.process.poll() is None:
+            process.terminate(120)
+        process.close()
+
+
+def _cycle(users: Sequence[int], n: int) -> list[int]:
+    return [users[i % len(users)] for i in range(n)]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.e2e",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--events", type=int, default=20_000, help="stream events for features")
+    parser.add_argument("--burst", type=int, default=1500, help="saturation burst (batched)")
+    parser.add_argument("--naive-burst", type=int, default=150, help="saturation burst (naive)")
+    parser.add_argument("--seconds", type=float, default=10, help="length of the half-load run")
+    parser.add_argument("--timeout", type=float, default=240, help="wait for answers (s)")
+    parser.add_argument("--candidates", type=int, default=100, help="candidates per request")
+    parser.add_argument("--variants", default="worker,naive,ceiling")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-e2e-") as tmp_name:
+        tmp = Path(tmp_name)
+        results = run_all(args, tmp)
+    report(results)
+    return 0
+
+
+def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
+    world = build_world(tmp / "model", stream_events(args.events))
+    models = tmp / "models"
+    repository.publish(world.model_dir, models)
+    cache = Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache"))
+    settings = StackSettings(
+        home=tmp / "stack", cache_dir=cache,
+        kafka_port=free_port(), kafka_controller_port=free_port(), redis_port=free_port(),
+        triton_http_port=free_port(), triton_grpc_port=free_port(), triton_metrics_port=free_port(),
+        triton_model_repository=models,
+    )  # fmt: skip
+    stack = Stack(settings)
+    stack.up(["kafka", "redis", "triton"])
+    try:
+        kafka = KafkaSettings(settings.kafka_bootstrap)
+        applied = applied_copy(tmp / "feast", settings.redis_url)
+        written = write_features(applied.client, applied.project, changelog(world.events))
+        print(f"{len(world.users)} users, {written} feature rows", flush=True)
+        base = worker_env(
+            kafka,
+            settings.redis_url,
+            applied.project,
+            world.model_dir,
+            WorkerTopics("per-variant", "per-variant"),
+            (settings.triton_grpc_url, "ranker_python"),
+            max_candidates=str(args.candidates),
+            triton_timeout_ms="5000",
+        )
+        base["STREAMREC_WORKER_FEAST_REPO"] = str(applied.path)
+        base["STREAMREC_STACK_HOME"] = str(tmp / "feast" / "stack")
+        variants = {
+            "worker": ("inference.worker", base),
+            "naive": ("inference.worker.naive", base),
+            "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
+        }
+        wanted = args.variants.split(",")
+        return [
+            run_variant(name, module, env, kafka, world, args, tmp)
+            for name, (module, env) in variants.items()
+            if name in wanted
+        ]
+    finally:
+        stack.down(["kafka", "redis", "triton"])
+
+
+def report(results: list[VariantResult]) -> None:
+    by = {r.name: r for r in results}
+    header = ["variant", "max rps", "half-load rps", "p50 ms", "p95 ms", "p99 ms", "errors"]
+    rows = [
+        [r.name, f"{r.saturation.rps:.0f}", f"{r.half.rps:.0f}", f"{r.half.p(50):.1f}",
+         f"{r.half.p(95):.1f}", f"{r.half.p(99):.1f}",
+         f"{max(r.saturation.error_rate, r.half.error_rate):.2%}"]
+        for r in results
+    ]  # fmt: skip
+    print_table(header, rows)
+    save_bar_plot(
+        REPORT,
+        "request → recommendation latency at half of each one's max rate (ms)",
+        [r.name for r in results],
+        {f"p{q}": [r.half.p(q) for r in results] for q in (50, 95, 99)},
+    )
+    print(f"plot: {REPORT}")
+    worker, naive, ceiling = (by.get(n) for n in ("worker", "naive", "ceiling"))
+    values: dict[str, float] = {}
+    if worker:
+        values["throughput_rps"] = worker.saturation.rps
+    if naive:
+        values["naive_rps"] = naive.saturation.rps
+    if ceiling:
+        values["ceiling_rps"] = ceiling.saturation.rps
+    if worker:
+        values["p99_ms_at_half_load"] = worker.half.p(99)
+    if worker and naive and naive.saturation.rps:
+        print(f"worker / naive throughput: {worker.saturation.rps / naive.saturation.rps:.1f}x")
+    if worker and ceiling and ceiling.saturation.rps:
+        print(f"worker / ceiling throughput: {worker.saturation.rps / ceiling.saturation.rps:.0%}")
+    print(result_line(**values))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
