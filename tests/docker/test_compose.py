@@ -1,13 +1,14 @@
-"""docker/compose.yaml: valid shape, and every image, port, variable and path matches the code.
+"""docker/compose.yaml: valid per the Compose Specification, and matching the code.
 
-No Docker engine runs here and the compose-spec JSON schema ships in no
-installed package, so the file is validated against COMPOSE_SCHEMA below: a
-minimal subset of the compose specification covering every key this file
-uses, with ``additionalProperties: false`` so that a misspelt key fails.
+No Docker engine runs here; the file is validated against the specification's
+own JSON schema (kept in tests/docker/schemas, see its README), which refuses
+unknown keys, so a misspelt key fails. Every image, port, variable and path in
+it is then checked against the code and the repository.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -17,103 +18,7 @@ import pytest
 
 from tests.docker.manifests import DOCKER, REPO, code_env_names, code_ports, compose
 
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-_SERVICE = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "image": {"type": "string"},
-        "build": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["context", "dockerfile"],
-            "properties": {"context": {"type": "string"}, "dockerfile": {"type": "string"}},
-        },
-        "command": _STRINGS,
-        "ports": {"type": "array", "items": {"type": "string", "pattern": r"^\d+:\d+$"}},
-        "environment": {
-            "type": "object",
-            "additionalProperties": {"type": "string"},
-        },
-        "volumes": {
-            "type": "array",
-            "items": {"type": "string", "pattern": r"^(\$\{[A-Z_]+:-[^}]+\}|[^:$]+):/[^:]*(:ro)?$"},
-        },
-        "depends_on": {
-            "oneOf": [
-                _STRINGS,
-                {
-                    "type": "object",
-                    "additionalProperties": {
-                        "type": "object",
-                        "required": ["condition"],
-                        "properties": {
-                            "condition": {
-                                "enum": [
-                                    "service_started",
-                                    "service_healthy",
-                                    "service_completed_successfully",
-                                ]
-                            }
-                        },
-                    },
-                },
-            ]
-        },
-        "healthcheck": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["test"],
-            "properties": {
-                "test": {"type": "array", "items": {"type": "string"}, "minItems": 2},
-                "interval": {"type": "string"},
-                "timeout": {"type": "string"},
-                "retries": {"type": "integer"},
-            },
-        },
-        "restart": {"enum": ["no", "always", "on-failure", "unless-stopped"]},
-        "shm_size": {"type": "string"},
-        "deploy": {
-            "type": "object",
-            "properties": {
-                "resources": {
-                    "type": "object",
-                    "properties": {
-                        "reservations": {
-                            "type": "object",
-                            "properties": {
-                                "devices": {
-                                    "type": "array",
-                                    "items": {
-                                        "type": "object",
-                                        "required": ["capabilities"],
-                                        "properties": {
-                                            "driver": {"type": "string"},
-                                            "count": {"type": ["integer", "string"]},
-                                            "capabilities": _STRINGS,
-                                        },
-                                    },
-                                }
-                            },
-                        }
-                    },
-                }
-            },
-        },
-    },
-    "anyOf": [{"required": ["image"]}, {"required": ["build"]}],
-}
-COMPOSE_SCHEMA = {
-    "type": "object",
-    "required": ["services"],
-    "patternProperties": {"^x-": {}},
-    "properties": {
-        "name": {"type": "string"},
-        "services": {"type": "object", "additionalProperties": _SERVICE},
-        "volumes": {"type": "object"},
-    },
-    "additionalProperties": False,
-}
+SCHEMA = Path(__file__).parent / "schemas" / "compose-spec.json"
 EXPECTED_SERVICES = {
     "kafka", "redis", "flink-jobmanager", "flink-taskmanager", "feature-job",
     "feature-writer", "triton", "worker", "drift", "prometheus", "grafana",
@@ -132,13 +37,22 @@ def mount_source(volume: str) -> str:
 @pytest.fixture(scope="module")
 def services() -> dict[str, Any]:
     spec = compose()
-    jsonschema.validate(spec, COMPOSE_SCHEMA)
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator(schema).validate(spec)
     found: dict[str, Any] = spec["services"]
     return found
 
 
 def test_compose_matches_its_schema_and_has_the_whole_stack(services: dict[str, Any]) -> None:
     assert set(services) == EXPECTED_SERVICES
+
+
+def test_the_schema_refuses_a_misspelt_key() -> None:
+    spec = compose()
+    spec["services"]["worker"]["enviroment"] = {"STREAMREC_REDIS_URL": "redis://redis:6379/0"}
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    with pytest.raises(jsonschema.ValidationError, match="enviroment"):
+        jsonschema.Draft7Validator(schema).validate(spec)
 
 
 def test_images_name_no_registry_host(services: dict[str, Any]) -> None:

@@ -206,3 +206,13 @@ def test_ports_and_claims_match() -> None:
 @pytest.mark.parametrize("path", sorted((DOCKER / "k8s").glob("*.yaml")), ids=lambda p: p.name)
 def test_manifest_parses(path: Path) -> None:
     assert yaml.safe_load_all(path.read_text())
+
+
+def test_manifests_pass_the_kubernetes_openapi_schemas() -> None:
+    """Full validation when the ``kubernetes-validate`` package (about 100 MB of schemas) is
+    installed; the checks above cover the same manifests without it."""
+    validator = pytest.importorskip(
+        "kubernetes_validate", reason="kubernetes-validate not installed (pip install it)"
+    )
+    for _path, doc in k8s_documents():
+        validator.validate(doc, "1.33.0", strict=True)  # raises on the first error
