@@ -6,6 +6,7 @@ with dynamic batch (users) and candidate axes, and returns ``scores`` [B,C].
 
 from __future__ import annotations
 
+import logging
 import warnings
 from pathlib import Path
 
@@ -101,7 +102,20 @@ def quantize_int8(fp32_path: Path, int8_path: Path) -> Path:
         quantize_dynamic,
     )
 
-    quantize_dynamic(str(fp32_path), str(int8_path), weight_type=QuantType.QInt8)
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # it advises pre-processing on every call, via the root logger
+    try:
+        quantize_dynamic(
+            str(fp32_path),
+            str(int8_path),
+            weight_type=QuantType.QInt8,
+            # Only weight GEMMs: the attention's activation x activation product
+            # loses too much when both sides are quantized per call.
+            extra_options={"MatMulConstBOnly": True},
+        )
+    finally:
+        root.setLevel(level)
     return int8_path
 
 

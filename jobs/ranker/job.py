@@ -148,6 +148,8 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
             "baselines": baselines,
             "variants": [v.as_dict() for v in variants],
             "served_variant": served.variant,
+            "eval_candidates": 1 + settings.eval_negatives,
+            "train_negatives": settings.negatives,
             "train_loss": losses,
             "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - started,

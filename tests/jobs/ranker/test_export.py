@@ -72,3 +72,23 @@ def test_empty_history_gives_finite_scores(exported: tuple[DIN, dict[str, Path]]
     inputs[SEQ_ITEMS][:] = 0
     for path in paths.values():
         assert np.isfinite(_onnx_scores(path, inputs)).all()
+
+
+def test_training_and_inference_paths_compute_the_same_scores() -> None:
+    model = random_model(num_items=200, num_categories=10, seed=5)
+    inputs = example_inputs(model.config, 3, 7, seed=2)
+    tensors = [torch.from_numpy(inputs[name]) for name in INPUT_NAMES]
+    with torch.no_grad():
+        inference = model.eval()(*tensors)
+        training = model.train()(*tensors)
+    model.eval()
+    torch.testing.assert_close(training, inference, atol=1e-5, rtol=1e-5)
+
+
+def test_model_moves_between_dtypes_like_any_module() -> None:
+    model = random_model(num_items=50, num_categories=5, seed=1).to(torch.float64)
+    inputs = example_inputs(model.config, 2, 3)
+    tensors = [torch.from_numpy(inputs[name]) for name in INPUT_NAMES]
+    tensors = [t.double() if t.is_floating_point() else t for t in tensors]
+    with torch.no_grad():
+        assert model(*tensors).dtype == torch.float64

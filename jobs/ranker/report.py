@@ -1,0 +1,71 @@
+"""The job's printed summary: metric tables and the final ``RESULT`` line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+METRIC_COLUMNS = ("auc", "recall_at_10", "ndcg_at_10", "recall_at_50", "ndcg_at_50")
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Right-aligned columns under a dashed rule (the benchmark doc's format)."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = (header, ["-" * w for w in widths], *rows)
+    return "\n".join(
+        "  ".join(str(cell).rjust(width) for cell, width in zip(line, widths, strict=True))
+        for line in lines
+    )
+
+
+def ranking_table(metrics: dict[str, Any]) -> str:
+    rows = [("DIN (PyTorch)", metrics["model"]), *metrics["baselines"].items()]
+    return table(
+        ["method", *METRIC_COLUMNS],
+        [[name, *(f"{values[m]:.4f}" for m in METRIC_COLUMNS)] for name, values in rows],
+    )
+
+
+def variants_table(metrics: dict[str, Any]) -> str:
+    return table(
+        ["variant", "auc", "auc_loss", "max_abs_diff", "cands_per_s", "speedup", "served"],
+        [
+            [
+                v["variant"],
+                f"{v['auc']:.4f}",
+                f"{v['auc_loss']:+.4f}",
+                f"{v['max_abs_diff']:.1e}",
+                f"{v['candidates_per_s']:,.0f}",
+                f"{v['speedup']:.2f}x",
+                "yes" if v["variant"] == metrics["served_variant"] else "",
+            ]
+            for v in metrics["variants"]
+        ],
+    )
+
+
+def summary(metrics: dict[str, Any]) -> str:
+    split = metrics["split"]
+    candidates = metrics["eval_candidates"]
+    return "\n".join(
+        (
+            f"Held-out day: {split['eval_rows']} positives, each ranked against "
+            f"{candidates - 1} sampled negatives",
+            ranking_table(metrics),
+            "",
+            "ONNX variants (ONNX Runtime on CPU, same rows; speed on one batch of 64 users)",
+            variants_table(metrics),
+        )
+    )
+
+
+def result_line(metrics: dict[str, Any]) -> str:
+    served = next(v for v in metrics["variants"] if v["variant"] == metrics["served_variant"])
+    values = {
+        "auc": metrics["model"]["auc"],
+        "popularity_auc": metrics["baselines"]["popularity"]["auc"],
+        "covisit_auc": metrics["baselines"]["covisitation"]["auc"],
+        "served_variant_auc": served["auc"],
+        "recall_at_50": metrics["model"]["recall_at_50"],
+    }
+    return "RESULT " + " ".join(f"{key}={value:.4f}" for key, value in values.items())
