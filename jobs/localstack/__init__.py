@@ -1,4 +1,4 @@
-"""The local stack manager: Kafka (KRaft), Redis and a Flink cluster as plain processes, no Docker.
+"""The local stack manager: Kafka (KRaft), Redis, Flink and Triton as plain processes, no Docker.
 
 Use `python -m jobs.localstack up|down|status`, or from Python:
 
