@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -100,9 +101,14 @@ def test_a_broken_version_is_not_served(triton: TritonServer, tmp_path: Path) ->
     broken = write_serving_artifacts(tmp_path / "broken", seed=3)
     (broken / "model.onnx").write_bytes(b"not an onnx file")
     version = repository.publish(broken, triton.repository)
-    with pytest.raises(RolloutError, match=f"version {version} failed"):
-        control.rollout(triton_control, triton.repository / triton.model, version)
-    assert triton_control.ready_versions(triton.model) == before
+    try:
+        with pytest.raises(RolloutError, match=f"version {version} failed"):
+            control.rollout(triton_control, triton.repository / triton.model, version)
+        assert triton_control.ready_versions(triton.model) == before
+    finally:
+        # The session's repository is shared: leave no broken version for a later rollback.
+        for model_dir in triton.repository.iterdir():
+            shutil.rmtree(model_dir / str(version), ignore_errors=True)
 
 
 def _onnx_scores(folder: Path, inputs: dict[str, np.ndarray[Any, Any]]) -> np.ndarray[Any, Any]:
