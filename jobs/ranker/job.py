@@ -71,7 +71,7 @@ def build_split(settings: TrainSettings, report: Report = print) -> Split:
     train_events, held_out_events = split_by_time(events, cutoff)
     catalog = Catalog.from_train(train_events)
     rng = np.random.default_rng(settings.seed)
-    builder = SampleBuilder(events, catalog)
+    builder = SampleBuilder(events, catalog, settings.sequence_horizon_min * 60_000)
     train_targets = _at_most(unique_positives(train_events), settings.max_train_rows, rng)
     held_out = unique_positives(held_out_events)
     # An item the train split never saw cannot be ranked by any method here; the
@@ -150,6 +150,7 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
             "served_variant": served.variant,
             "eval_candidates": 1 + settings.eval_negatives,
             "train_negatives": settings.negatives,
+            "sequence_horizon_min": settings.sequence_horizon_min,
             "train_loss": losses,
             "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - started,
@@ -167,6 +168,7 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
                 dim=model_config.dim,
                 served_auc=served.auc,
                 fp32_file="model.onnx",
+                sequence_horizon_min=settings.sequence_horizon_min,
             ),
         )
     return metrics

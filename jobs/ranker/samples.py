@@ -1,9 +1,10 @@
 """Training and evaluation samples: one row per positive event.
 
 A row holds what serving would see just before the event at ``t``: the user's
-previous events (strictly before ``t``, the last ``SEQ_LEN``, oldest first),
-the user's and each candidate's last closed window, and the candidates: the
-true item first, then negatives drawn from the train split's popularity.
+previous events (strictly before ``t``; the last ``SEQ_LEN`` within the fresh
+view's 30-minute horizon, oldest first), the user's and each candidate's window
+row (see ``windows``), and the candidates: the true item first, then negatives
+drawn from the train split's popularity.
 """
 
 from __future__ import annotations
@@ -16,9 +17,17 @@ import numpy.typing as npt
 from inference.ranking.contract import PAD_INDEX, SEQ_LEN, Vocabulary
 from jobs.ranker.errors import TrainingDataError
 from jobs.ranker.events import I64, Events
-from jobs.ranker.windows import F32, WindowCounter, item_dense, last_window, user_dense
+from jobs.ranker.windows import (
+    F32,
+    WindowCounter,
+    item_dense,
+    latest_window_counts,
+    user_dense,
+)
 
 I32 = npt.NDArray[np.int32]
+# The fresh view's horizon: a user's events of the 30 minutes up to their latest.
+SEQUENCE_HORIZON_MS = 30 * 60 * 1000
 _TS_BITS = 42
 
 
@@ -93,9 +102,12 @@ def sample_negatives(catalog: Catalog, positives: I64, count: int, rng: np.rando
 class SampleBuilder:
     """Builds rows for target events against the full event history."""
 
-    def __init__(self, history: Events, catalog: Catalog) -> None:
+    def __init__(
+        self, history: Events, catalog: Catalog, sequence_horizon_ms: int = SEQUENCE_HORIZON_MS
+    ) -> None:
         self.history = history
         self.catalog = catalog
+        self.sequence_horizon_ms = sequence_horizon_ms
         self.users, position = np.unique(history.user, return_inverse=True)
         # history is sorted by (user, ts), so these keys are sorted too
         self.keys = (position.astype(np.int64) << _TS_BITS) | history.ts
@@ -106,12 +118,20 @@ class SampleBuilder:
         self.item_windows = WindowCounter.build(history.item, history.ts, history.behavior)
 
     def sequences(self, user: I64, ts: I64) -> tuple[I32, I32]:
-        """Each target's previous events (ts strictly earlier), last SEQ_LEN, left-padded."""
+        """Each target's previous events, last SEQ_LEN, oldest first, left-padded.
+
+        Previous means strictly earlier than the target and, with a horizon, no
+        older than ``horizon`` before the user's last earlier event: what the
+        fresh view ``user_recent_clicks`` holds when the request comes.
+        """
         position = np.searchsorted(self.users, user)
         end = np.searchsorted(self.keys, (position.astype(np.int64) << _TS_BITS) | ts)
         rows = end[:, None] - SEQ_LEN + np.arange(SEQ_LEN)[None, :]
         valid = rows >= self.user_start[position][:, None]
         safe = np.where(valid, rows, 0)
+        if self.sequence_horizon_ms:
+            last = self.history.ts[np.maximum(end - 1, 0)]
+            valid &= self.history.ts[safe] > (last - self.sequence_horizon_ms)[:, None]
         items = np.where(valid, self.item_index[safe], PAD_INDEX).astype(np.int32)
         cats = np.where(valid, self.cat_index[safe], PAD_INDEX).astype(np.int32)
         return items, cats
@@ -126,17 +146,23 @@ class SampleBuilder:
         cand_raw_cat[:, 0] = targets.category  # the event knows its item's category
         cand_raw = np.where(candidates >= 2, vocab.item_ids[np.maximum(candidates - 2, 0)], -1)
         cand_raw[:, 0] = targets.item
-        start, end = last_window(targets.ts)
         seq_items, seq_cats = self.sequences(targets.user, targets.ts)
+        cand_ts = np.broadcast_to(targets.ts[:, None], candidates.shape).ravel()
         labels = np.zeros(candidates.shape, dtype=np.float32)
         labels[:, 0] = 1.0
         return Samples(
             seq_items=seq_items,
             seq_cats=seq_cats,
-            user_dense=user_dense(self.user_windows.counts(targets.user, start, end)),
+            user_dense=user_dense(
+                latest_window_counts(self.user_windows, targets.user, targets.ts)
+            ),
             cand_items=candidates.astype(np.int32),
             cand_cats=vocab.category_index(cand_raw_cat.ravel()).reshape(candidates.shape),
-            cand_dense=item_dense(self.item_windows.counts(cand_raw, start[:, None], end[:, None])),
+            cand_dense=item_dense(
+                latest_window_counts(self.item_windows, cand_raw.ravel(), cand_ts).reshape(
+                    *candidates.shape, -1
+                )
+            ),
             labels=labels,
             user=targets.user.copy(),
             ts=targets.ts.copy(),

@@ -38,6 +38,8 @@ class TrainSettings:
     max_train_rows: int = 0  # 0 = every positive of the train split
     max_eval_rows: int = 0
     holdout_days: int = 0  # 0 = the dataset's own (Taobao: the last day)
+    # The fresh view serving reads holds a user's last 30 minutes of events.
+    sequence_horizon_min: int = 30
     threads: int = 2
 
     def __post_init__(self) -> None:
@@ -46,7 +48,7 @@ class TrainSettings:
         for name in ("epochs", "negatives", "eval_negatives", "dim", "batch_size", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
-        for name in ("max_train_rows", "max_eval_rows", "holdout_days"):
+        for name in ("max_train_rows", "max_eval_rows", "holdout_days", "sequence_horizon_min"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
 
@@ -65,6 +67,8 @@ _HELP = {
     "max_train_rows": "use at most this many train positives, sampled (0 = all)",
     "max_eval_rows": "use at most this many held-out positives, sampled (0 = all)",
     "holdout_days": "hold out the last N calendar days (0 = the dataset's default)",
+    "sequence_horizon_min": "sequence = events within N minutes before the user's latest one, "
+    "as the serving fresh view holds them (0 = the last 50 of the whole history)",
     "threads": "PyTorch and ONNX Runtime threads",
 }
 

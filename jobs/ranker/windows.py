@@ -1,11 +1,14 @@
 """Window counts as the serving path reads them from the Flink features.
 
 The feature job counts each user's and each item's events per behaviour in HOP
-windows (30 minutes, sliding 5, aligned to the epoch) and Feast keeps the
-latest. When a request arrives at ``t`` the newest closed window is the one
-ending at the last slide boundary ``b <= t``: it holds events in
-``[b - window, b)``, so never the current event nor anything later. Training
-features use exactly that window; an entity with no event in it counts zeros.
+windows (30 minutes, sliding 5, aligned to the epoch); the writer overwrites
+one online row per user (``user_click_window``) and per item (``item_trends``)
+with each closed window, and the worker reads that row as it is. So at a
+request at ``t`` serving sees the *latest window that had an event and closed
+by* ``b``, the last slide boundary ``<= t``: the newest closed window if the
+entity was active in it, else the last window of its last activity (stale but
+still the row in the store). Its events all lie before ``b``, so never the
+current event nor anything later. Entities with no earlier event count zeros.
 """
 
 from __future__ import annotations
@@ -48,12 +51,26 @@ class WindowCounter:
         onehot[np.arange(1, len(keys) + 1), behavior[order]] = 1
         return cls(entities, keys[order], np.cumsum(onehot, axis=0))
 
+    def _positions(self, entity: I64) -> tuple[I64, npt.NDArray[np.bool_]]:
+        if not len(self.entities):
+            return np.zeros_like(entity), np.zeros(entity.shape, dtype=bool)
+        position = np.clip(np.searchsorted(self.entities, entity), 0, len(self.entities) - 1)
+        return position.astype(np.int64), self.entities[position] == entity
+
+    def last_before(self, entity: I64, ts: I64) -> I64:
+        """Time of each entity's last event strictly before ``ts``; -1 when none."""
+        position, known = self._positions(entity)
+        found = np.searchsorted(self.keys, (position << _TS_BITS) | ts, side="left") - 1
+        safe = np.maximum(found, 0)
+        same_entity = (found >= 0) & ((self.keys[safe] >> _TS_BITS) == position) & known
+        last: I64 = np.where(same_entity, self.keys[safe] & ((1 << _TS_BITS) - 1), -1)
+        return last
+
     def counts(self, entity: I64, start: I64, end: I64) -> npt.NDArray[np.int64]:
         """Counts [..., 4] (pv, cart, fav, buy) of ``entity``'s events in ``[start, end)``."""
         flat, lo, hi = (np.ravel(a) for a in np.broadcast_arrays(entity, start, end))
-        position = np.clip(np.searchsorted(self.entities, flat), 0, max(len(self.entities) - 1, 0))
-        known = self.entities[position] == flat if len(self.entities) else np.zeros_like(flat, bool)
-        base = position.astype(np.int64) << _TS_BITS
+        position, known = self._positions(flat)
+        base = position << _TS_BITS
         left = np.searchsorted(self.keys, base | lo, side="left")
         right = np.searchsorted(self.keys, base | hi, side="left")
         found = self.cumulative[right] - self.cumulative[left]
@@ -61,6 +78,25 @@ class WindowCounter:
         shape = np.broadcast_shapes(np.shape(entity), np.shape(start), np.shape(end))
         shaped: npt.NDArray[np.int64] = found.reshape(*shape, len(USER_DENSE_FEATURES))
         return shaped
+
+
+def latest_window_counts(
+    counter: WindowCounter,
+    entity: I64,
+    ts: I64,
+    window_ms: int = WINDOW_MS,
+    slide_ms: int = SLIDE_MS,
+) -> npt.NDArray[np.int64]:
+    """Counts [N, 4] of the window row serving reads for ``entity`` at ``ts`` (see above)."""
+    _, boundary = last_window(ts, window_ms, slide_ms)
+    last_event = counter.last_before(entity, boundary)
+    active = last_event >= 0
+    # The last window holding the last event ends at its slide start + window,
+    # unless a newer window (up to the boundary) also holds it.
+    end = np.minimum(boundary, last_event - last_event % slide_ms + window_ms)
+    counts = counter.counts(entity, end - window_ms, end)
+    counts[~active] = 0
+    return counts
 
 
 def user_dense(counts: npt.NDArray[np.int64]) -> F32:

@@ -15,7 +15,13 @@ from jobs.ranker.events import (
     in_range,
     split_by_time,
 )
-from jobs.ranker.samples import Catalog, SampleBuilder, sample_negatives, unique_positives
+from jobs.ranker.samples import (
+    SEQUENCE_HORIZON_MS,
+    Catalog,
+    SampleBuilder,
+    sample_negatives,
+    unique_positives,
+)
 from jobs.ranker.windows import SLIDE_MS
 
 # 2017-11-25 00:00 in UTC+8
@@ -67,20 +73,29 @@ def test_a_split_with_an_empty_side_is_an_error() -> None:
         split_by_time(events, int(events.ts.max()) + 1)
 
 
-def test_sequences_hold_only_strictly_earlier_events_of_the_same_user_oldest_first() -> None:
-    events = _events()
+@pytest.mark.parametrize("horizon_ms", [0, SEQUENCE_HORIZON_MS])
+def test_sequences_hold_only_strictly_earlier_events_of_the_same_user_oldest_first(
+    horizon_ms: int,
+) -> None:
+    events = _events(per_user=400)
     train, held_out = split_by_time(events, DAY0 + 2 * DAY_MS)
     catalog = Catalog.from_train(train)
-    builder = SampleBuilder(events, catalog)
+    builder = SampleBuilder(events, catalog, sequence_horizon_ms=horizon_ms)
     targets = unique_positives(held_out)
     samples = builder.build(targets, negatives=3, rng=np.random.default_rng(0))
+    lengths = []
     for row in range(0, len(targets), 17):
         user, ts = targets.user[row], targets.ts[row]
         earlier = (events.user == user) & (events.ts < ts)
+        if horizon_ms and earlier.any():
+            # the fresh view: events up to 30 minutes before the user's last earlier one
+            earlier &= events.ts > events.ts[earlier].max() - horizon_ms
+        lengths.append(int(earlier.sum()))
         expected = catalog.vocab.item_index(events.item[earlier])[-SEQ_LEN:]
         got = samples.seq_items[row]
         assert got[got != PAD_INDEX].tolist() == expected[expected != PAD_INDEX].tolist()
         assert (got[: SEQ_LEN - len(expected)] == PAD_INDEX).all()
+    assert max(lengths) >= SEQ_LEN if not horizon_ms else max(lengths) < SEQ_LEN
 
 
 def _with_burst(events: Events, user: int, item: int, ts: int) -> Events:

@@ -13,6 +13,7 @@ from jobs.ranker.windows import (
     WindowCounter,
     item_dense,
     last_window,
+    latest_window_counts,
     user_dense,
 )
 from schemas.features import conversion
@@ -94,3 +95,21 @@ def test_dense_vectors_equal_the_contract_functions() -> None:
         np.testing.assert_allclose(users, user_dense_vector(pv, cart, fav, buy), rtol=1e-6)
         expected = item_dense_vector(pv, cart, fav, buy, conversion(pv, buy))
         np.testing.assert_allclose(items, expected, rtol=1e-6)
+
+
+def test_latest_window_is_the_newest_closed_reference_window_of_the_entity() -> None:
+    """What the online store holds at ``t``: the last closed window the user was active in."""
+    events = _random_events(seed=3, count=120)
+    spec = WindowSpec(WINDOW_MS, SLIDE_MS, sequence_length=50, top_items=10)
+    windows = user_windows(events, spec)
+    counter = WindowCounter.build(*_columns(events, "user_id"))
+    rng = np.random.default_rng(4)
+    users = rng.integers(1, 7, 300).astype(np.int64)  # user 6 never appears
+    times = (T0 + rng.integers(-3600_000, 5 * 3600_000, 300)).astype(np.int64)
+    got = latest_window_counts(counter, users, times)
+    for user, ts, counts in zip(users, times, got, strict=True):
+        boundary = ts - ts % SLIDE_MS
+        closed = [w for w in windows if w.user_id == user and w.window_end <= boundary]
+        latest = max(closed, key=lambda w: w.window_end, default=None)
+        expected = [latest.pv, latest.cart, latest.fav, latest.buy] if latest else [0, 0, 0, 0]
+        assert counts.tolist() == expected
