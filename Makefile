@@ -81,5 +81,15 @@ feature-writer: $(STAMP) ## run the feature writer (changelog -> Feast online st
 feast-apply: $(STAMP) ## register the feature views (registry under .stack/feast)
 	eval "$$($(PY) -m jobs.feature_writer.feast_env)" && cd feature_repo && ../$(VENV)/bin/feast apply
 
+.PHONY: drift drift-reference drift-check
+drift: $(STAMP) ## run the drift watch (feature changelog + scores vs the model's reference, Evidently)
+	$(PY) -m jobs.drift watch
+
+drift-reference: $(STAMP) ## build the drift reference beside the model (from the replayed Taobao stream)
+	$(PY) -m jobs.drift reference --out $${STREAMREC_MODEL_DIR:-.cache/ranker}/drift_reference.parquet
+
+drift-check: $(STAMP) ## drift watch over the stream unchanged, then shifted: alerts only for the shifted features
+	$(PY) -m tests.benchmarks.drift
+
 clean: down ## stop the stack and remove its data (downloads stay cached)
 	rm -rf .stack

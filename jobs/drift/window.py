@@ -19,9 +19,9 @@ from jobs.drift.columns import DriftRow
 class WindowPolicy:
     """``max_rows`` and ``max_seconds`` close a window, whichever comes first (0 = off)."""
 
-    max_rows: int = 50_000
+    max_rows: int = 0
     max_seconds: float = 60.0
-    sample_rows: int = 50_000
+    sample_rows: int = 20_000
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -39,7 +39,9 @@ def watch_settings(
         group_id=f"drift-test-{uuid.uuid4().hex[:8]}",
         reference=reference,
         reports_dir=reports,
+        window_rows=50_000,
         window_seconds=0,
+        sample_rows=50_000,
         metrics_port=0,
     )
     return replace(base, **overrides)
