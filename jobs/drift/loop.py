@@ -20,9 +20,10 @@ import pandas as pd
 from confluent_kafka import Producer
 
 from jobs.drift.check import CheckResult, CheckWindow, run_check
-from jobs.drift.columns import drift_row
+from jobs.drift.columns import DriftRow, drift_row
 from jobs.drift.metrics import DriftMetrics
 from jobs.drift.reports import prune_reports, write_report
+from jobs.drift.scores import BASELINE_FILE, score_reference, with_scores
 from jobs.drift.settings import DriftSettings
 from jobs.drift.window import Window
 from schemas.codec import drift_codec, wall_clock_ms
@@ -69,7 +70,11 @@ class DriftLoop:
         on_check: Callable[[CheckResult, Path | None], None] | None = None,
     ) -> None:
         self.settings = settings
-        self.reference = reference
+        self.reference, self._baseline = score_reference(
+            reference,
+            settings.reports_dir / BASELINE_FILE,
+            settings.score_baseline_rows,
+        )
         self.sources = sources
         self.producer = producer
         self.metrics = metrics
@@ -109,12 +114,28 @@ class DriftLoop:
             self.metrics.records.labels(source=source.name).inc(len(batch))
             for _message, record in batch:
                 row = drift_row(record)
-                if row is not None:
+                if row is None:
+                    continue
+                if self._baseline is not None and isinstance(record, Recommendation):
+                    self._collect_baseline(row)
+                else:
                     self._window.add(row, event_time(record))
         dead = sum(sum(s.consumer.dead_letters.counts.values()) for s in self.sources)
         self.metrics.dead_letters.inc(dead - self._dead_letters_seen)
         self._dead_letters_seen = dead
         return received
+
+    def _collect_baseline(self, row: DriftRow) -> None:
+        assert self._baseline is not None
+        self._baseline.add(row)
+        if self._baseline.complete:
+            self.reference = with_scores(self.reference, self._baseline.save())
+            logger.info(
+                "score baseline of %d recommendations saved to %s; scores are judged from now",
+                self._baseline.rows,
+                self._baseline.path,
+            )
+            self._baseline = None
 
     def check_now(self) -> CheckResult:
         """Judge the current window, publish and report it, commit, open the next."""

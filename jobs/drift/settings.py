@@ -42,12 +42,16 @@ class DriftSettings:
     min_column_rows: int = 200
     keep_categories: int = 30
     min_drifted_features: int = 1
+    # Recommendations kept as the score baseline when the reference has no scores.
+    score_baseline_rows: int = 5000
     metrics_port: int = DEFAULT_METRICS_PORT
 
     def __post_init__(self) -> None:
         if self.window_rows <= 0 and self.window_seconds <= 0:
             raise SettingsError("set a window row count or a window time (both are 0)")
-        for name in ("keep_reports", "sample_rows", "min_rows", "keep_categories"):
+        for name in (
+            "keep_reports", "sample_rows", "min_rows", "keep_categories", "score_baseline_rows",
+        ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{DRIFT_PREFIX}{name.upper()} must be at least 1")
         if not 0 <= self.metrics_port < 65536:
