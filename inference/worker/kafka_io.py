@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +28,7 @@ from schemas.records import Recommendation, RecRequest
 
 logger = logging.getLogger(__name__)
 IDLE_WAIT_S = 0.1
+GATHER_SLICE_S = 0.002
 
 
 class DeliveryError(WorkerError):
@@ -63,13 +64,26 @@ class RequestStream:
         self.consumer.subscribe([topic], on_assign=_log_assign, on_revoke=_log_revoke)
         self.codec = codec
 
-    def poll(self, max_records: int, window_s: float) -> Polled:
-        """Up to ``max_records``, gathered for at most ``window_s`` after the first arrives."""
+    def poll(
+        self,
+        max_records: int,
+        window_s: float,
+        keep_gathering: Callable[[], bool] = lambda: False,
+    ) -> Polled:
+        """Up to ``max_records``, gathered for ``window_s`` after the first arrives, and
+        longer while ``keep_gathering()`` (the previous batch is still being scored:
+        waiting costs nothing then, and a bigger batch scores more cheaply per request)."""
         messages = self.consumer.consume(max_records, timeout=0)
         if not messages:
             messages = self.consumer.consume(1, timeout=IDLE_WAIT_S)
-        if messages and len(messages) < max_records:
-            messages += self.consumer.consume(max_records - len(messages), timeout=window_s)
+        deadline = time.monotonic() + window_s
+        while messages and len(messages) < max_records:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if not keep_gathering():
+                    break
+                remaining = GATHER_SLICE_S
+            messages += self.consumer.consume(max_records - len(messages), timeout=remaining)
         polled = Polled()
         for message in messages:
             error = message.error()

@@ -90,7 +90,7 @@ class WorkerMetrics:
         )
         self.inflight = Gauge(
             "streamrec_worker_triton_inflight",
-            "Triton requests in flight.",
+            "Ranker requests in flight (including those waiting for a slot).",
             registry=r,
         )
         self.up = Gauge(

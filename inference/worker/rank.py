@@ -57,6 +57,7 @@ class Ranker:
     async def _chunk(self, batch: PreparedBatch, reqs: list[PreparedRequest]) -> list[Ranked]:
         if not self.breaker.allows:
             return self._fallback(batch, reqs, TRITON_DOWN)
+        self.metrics.inflight.inc()
         try:
             scores, version = await self.scorer.score(assemble([r.model_input for r in reqs]))
         except RankerTimeout as exc:
@@ -65,6 +66,8 @@ class Ranker:
         except RankerUnavailable as exc:
             self._failed(exc)
             return self._fallback(batch, reqs, TRITON_DOWN)
+        finally:
+            self.metrics.inflight.dec()
         self.breaker.succeeded()
         self.metrics.up.labels("triton").set(1)
         per_user = split_scores(scores, [len(r.candidates) for r in reqs])

@@ -3,7 +3,9 @@
 At-least-once (default): batch N+1 is polled, its features read and candidates
 recalled in a thread while batch N is scored on Triton, post-processed,
 delivered and committed; batches are delivered in order, and each commits only
-its own offsets. Exactly-once: one batch at a time, each a Kafka transaction, so
+its own offsets. Batch N+1 keeps gathering requests while N is being scored
+(up to the batch size), so batches grow with the load and a busy ranker gets
+fewer, fuller requests. Exactly-once: one batch at a time, each a Kafka transaction, so
 a rebalance never falls between a batch's output and its offsets.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from dataclasses import dataclass
 
@@ -83,6 +86,8 @@ class Worker:
         )
         self.popular = artifacts.popular_items
         self.scorer: Scorer | None = None
+        # Set while a batch is being scored: the next batch keeps gathering meanwhile.
+        self._scoring = threading.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
         # gRPC's asyncio channel belongs to the loop it is created on: build it here.
@@ -112,7 +117,9 @@ class Worker:
 
     def _poll_and_prepare(self) -> tuple[Polled, PreparedBatch | None]:
         start = time.perf_counter()
-        polled = self.stream.poll(self.settings.batch_size, self.settings.batch_timeout_ms / 1000)
+        polled = self.stream.poll(
+            self.settings.batch_size, self.settings.batch_timeout_ms / 1000, self._scoring.is_set
+        )
         self.metrics.stage_seconds.labels("poll").observe(time.perf_counter() - start)
         if not polled.records:
             return polled, None
@@ -125,7 +132,11 @@ class Worker:
         recs: list[Recommendation] = []
         if prepared is not None:
             start = time.perf_counter()
-            ranked = await self.ranker.rank(prepared)
+            self._scoring.set()
+            try:
+                ranked = await self.ranker.rank(prepared)
+            finally:
+                self._scoring.clear()
             self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
             start = time.perf_counter()
             recs = recommendations(

@@ -146,6 +146,7 @@ class VariantResult:
     name: str
     saturation: Measured
     half: Measured
+    common: Measured
 
 
 def run_variant(
@@ -173,9 +174,15 @@ def run_variant(
         half = measure(
             kafka, topics, collector, _cycle(users, count), f"{name}-half", rate, args.timeout
         )
+        count = max(20, int(args.common_rate * args.seconds))
+        common = measure(
+            kafka, topics, collector, _cycle(users, count), f"{name}-common", args.common_rate,
+            args.timeout,
+        )  # fmt: skip
         print(f"{name}: saturation {saturation.rps:.0f} rps, half load {rate:.0f} rps "
-              f"p99 {half.p(99):.1f} ms", flush=True)  # fmt: skip
-        return VariantResult(name, saturation, half)
+              f"p99 {half.p(99):.1f} ms, at {args.common_rate:.0f} rps p99 {common.p(99):.1f} ms",
+              flush=True)  # fmt: skip
+        return VariantResult(name, saturation, half, common)
     finally:
         collector.close()
         if process.process.poll() is None:
@@ -199,6 +206,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=10, help="length of the half-load run")
     parser.add_argument("--timeout", type=float, default=240, help="wait for answers (s)")
     parser.add_argument("--candidates", type=int, default=100, help="candidates per request")
+    parser.add_argument(
+        "--common-rate", type=float, default=20, help="a rate every variant also runs at (rps)"
+    )
     parser.add_argument("--variants", default="worker,naive,ceiling")
     return parser.parse_args(argv)
 
@@ -259,11 +269,14 @@ def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
 
 def report(results: list[VariantResult]) -> None:
     by = {r.name: r for r in results}
-    header = ["variant", "max rps", "half-load rps", "p50 ms", "p95 ms", "p99 ms", "errors"]
+    common = results[0].common.sent / max(1e-9, results[0].common.seconds) if results else 0
+    header = ["variant", "max rps", "half-load rps", "p50 ms", "p95 ms", "p99 ms",
+              f"p50/p99 ms @{common:.0f} rps", "errors"]  # fmt: skip
     rows = [
         [r.name, f"{r.saturation.rps:.0f}", f"{r.half.rps:.0f}", f"{r.half.p(50):.1f}",
          f"{r.half.p(95):.1f}", f"{r.half.p(99):.1f}",
-         f"{max(r.saturation.error_rate, r.half.error_rate):.2%}"]
+         f"{r.common.p(50):.1f} / {r.common.p(99):.1f}",
+         f"{max(r.saturation.error_rate, r.half.error_rate, r.common.error_rate):.2%}"]
         for r in results
     ]  # fmt: skip
     print_table(header, rows)

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -72,6 +73,7 @@ class WorkerProcess:
 
     def __init__(self, env: dict[str, str], log: Path, module: str = "inference.worker") -> None:
         self.log = log
+        self.env = env
         self._handle = log.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", module],
@@ -93,6 +95,13 @@ class WorkerProcess:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def metrics(self) -> str:
+        """The worker's Prometheus exposition text."""
+        port = self.env["STREAMREC_WORKER_METRICS_PORT"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text: str = response.read().decode()
+            return text
 
 
 def produce(kafka: KafkaSettings, topic: str, requests: Iterable[RecRequest | bytes]) -> int:
