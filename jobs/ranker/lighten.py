@@ -21,6 +21,8 @@ from jobs.ranker.samples import Samples
 from jobs.ranker.windows import F32
 
 MAX_AUC_LOSS = 0.005
+SPEED_USERS = 64  # users per scoring call, each with all its candidates
+SPEED_ROUNDS = 7
 VARIANT_FILES = {"fp32": "model.onnx", "int8": "model.int8.onnx", "fp16": "model.fp16.onnx"}
 
 
@@ -59,30 +61,51 @@ def onnx_scores(runner: ort.InferenceSession, samples: Samples, batch_size: int 
 
 
 def candidates_per_second(
-    runner: ort.InferenceSession, samples: Samples, users: int = 64, seconds: float = 1.5
+    runner: ort.InferenceSession, feed: dict[str, npt.NDArray[Any]], seconds: float
 ) -> float:
-    """Scoring speed on one fixed batch (``users`` rows with all their candidates)."""
-    feed = _feed(samples, slice(0, users))
+    """Scoring speed on one fixed batch, for about ``seconds``."""
     per_call = feed[INPUT_NAMES[3]].size
-    for _ in range(3):  # warm-up: allocations and kernel selection
-        runner.run([SCORES], feed)
     calls, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds:
+    while calls == 0 or time.perf_counter() - started < seconds:
         runner.run([SCORES], feed)
         calls += 1
     return calls * per_call / (time.perf_counter() - started)
 
 
+def median_speeds(
+    runners: dict[str, ort.InferenceSession],
+    samples: Samples,
+    users: int = SPEED_USERS,
+    rounds: int = SPEED_ROUNDS,
+) -> dict[str, float]:
+    """Candidates/s of each runner on the same batch: alternating rounds, medians.
+
+    The machine is shared and noisy; alternating puts every variant through the
+    same noise, and the median drops the round a neighbour's burst spoiled.
+    """
+    feed = _feed(samples, slice(0, users))
+    for runner in runners.values():  # warm-up: allocations and kernel selection
+        for _ in range(3):
+            runner.run([SCORES], feed)
+    speeds: dict[str, list[float]] = {name: [] for name in runners}
+    for _ in range(rounds):
+        for name, runner in runners.items():
+            speeds[name].append(candidates_per_second(runner, feed, seconds=0.3))
+    return {name: float(np.median(values)) for name, values in speeds.items()}
+
+
 def compare_variants(directory: Path, samples: Samples, threads: int = 2) -> list[VariantReport]:
     """One report per variant file in ``directory``, FP32 first."""
-    measured = {}
-    for variant, file in VARIANT_FILES.items():
-        runner = session(directory / file, threads)
-        measured[variant] = (onnx_scores(runner, samples), candidates_per_second(runner, samples))
-    base_scores, base_speed = measured["fp32"]
+    runners = {
+        variant: session(directory / file, threads) for variant, file in VARIANT_FILES.items()
+    }
+    scores_of = {variant: onnx_scores(runner, samples) for variant, runner in runners.items()}
+    speeds = median_speeds(runners, samples)
+    base_scores, base_speed = scores_of["fp32"], speeds["fp32"]
     base_auc = evaluate(base_scores, samples.labels)["auc"]
     reports = []
-    for variant, (scores, speed) in measured.items():
+    for variant, scores in scores_of.items():
+        speed = speeds[variant]
         variant_auc = evaluate(scores, samples.labels)["auc"]
         reports.append(
             VariantReport(

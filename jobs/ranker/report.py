@@ -53,7 +53,8 @@ def summary(metrics: dict[str, Any]) -> str:
             f"{candidates - 1} sampled negatives",
             ranking_table(metrics),
             "",
-            "ONNX variants (ONNX Runtime on CPU, same rows; speed on one batch of 64 users)",
+            "ONNX variants (ONNX Runtime on CPU, same rows; candidates/s on one batch of "
+            "64 users, median of 7 alternating rounds)",
             variants_table(metrics),
         )
     )
