@@ -39,7 +39,7 @@ from jobs.drift.shift import Shift, category_swap, shift_rows
 from jobs.localstack.session import kafka_for_run
 from schemas.features import FeatureUpdate
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
-from tests.benchmarks.report import print_table, result_line, save_bar_plot
+from tests.benchmarks.report import print_table, result_line
 from tests.jobs.drift.streams import produce_changelog
 
 
@@ -96,12 +96,16 @@ def watch(
     return WatchOutcome(results, len(rows), elapsed, checking)
 
 
-def median_scores(outcome: WatchOutcome) -> dict[str, float]:
+def feature_scores(outcome: WatchOutcome) -> dict[str, list[float]]:
     scores: dict[str, list[float]] = {}
     for result in outcome.judged:
         for feature in result.alert.features:
             scores.setdefault(feature.feature, []).append(feature.score)
-    return {name: statistics.median(values) for name, values in scores.items()}
+    return scores
+
+
+def median_scores(outcome: WatchOutcome) -> dict[str, float]:
+    return {name: statistics.median(v) for name, v in feature_scores(outcome).items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,31 +179,66 @@ def report(plain: WatchOutcome, moved: WatchOutcome, injected: set[str], plot: P
         f.feature: (f.method, f.threshold) for r in plain.judged for f in r.alert.features
     }
     names = [n for n in COLUMN_NAMES if n in thresholds]
+    plain_all, moved_all = feature_scores(plain), feature_scores(moved)
     print_table(
-        ["column", "method", "threshold", "unshifted", "shifted", "injected"],
+        ["column", "method", "threshold", "unshifted", "(max)", "shifted", "(min/max)", "injected"],
         [
             (
                 name,
                 thresholds[name][0],
                 f"{thresholds[name][1]:.2f}",
                 f"{plain_scores.get(name, float('nan')):.3f}",
+                f"{max(plain_all.get(name, [float('nan')])):.3f}",
                 f"{moved_scores.get(name, float('nan')):.3f}",
+                f"{(min if name in injected else max)(moved_all.get(name, [float('nan')])):.3f}",
                 "yes" if name in injected else "",
             )
             for name in names
         ],
     )
-    save_bar_plot(
+    save_ratio_plot(
         plot,
-        "Median drift score per column (threshold for reference)",
-        [n.replace("_", "\n", 1) for n in names],
+        names,
         {
-            "unshifted": [plain_scores.get(n, 0.0) for n in names],
-            "shifted": [moved_scores.get(n, 0.0) for n in names],
-            "threshold": [thresholds[n][1] for n in names],
+            "unchanged stream (max)": [max(plain_all[n]) / thresholds[n][1] for n in names],
+            # The worst case: the weakest check of a shifted column, the strongest of the rest.
+            "shifted stream (min * / max)": [
+                (min if n in injected else max)(moved_all[n]) / thresholds[n][1] for n in names
+            ],
         },
+        injected,
     )
     print(f"plot: {plot}")
+
+
+def save_ratio_plot(
+    path: Path, names: list[str], series: dict[str, list[float]], injected: set[str]
+) -> None:
+    """Score / threshold per column on a log scale: drift is right of the line at 1."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    height = 0.8 / len(series)
+    for index, (label, ratios) in enumerate(series.items()):
+        positions = [row + index * height for row in range(len(names))]
+        axes.barh(positions, [max(r, 1e-3) for r in ratios], height=height, label=label)
+    axes.axvline(1.0, color="black", linewidth=1, label="threshold")
+    axes.set_xscale("log")
+    axes.set_yticks(
+        [row + height / 2 for row in range(len(names))],
+        [f"{n} *" if n in injected else n for n in names],
+    )
+    axes.invert_yaxis()
+    axes.set_xlabel("drift score / threshold (log)   * = shifted on purpose")
+    axes.set_title("Drift per column: unchanged stream vs injected shift")
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 if __name__ == "__main__":
