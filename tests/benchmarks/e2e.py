@@ -11,10 +11,12 @@ the same requests, model and candidates:
 - **ceiling** — the worker with in-process ONNX Runtime scoring of the same
   candidates instead of Triton (what this box can do without a network hop).
 
-Each gets a burst (saturation throughput: answers over the span from the first
-send to the last answer) and then a fixed rate of half its own saturation
-throughput (latency p50/p95/p99 from the request's send to the answer's arrival
-at a real consumer, and the error rate: unanswered or degraded).
+All three run at once, idle but for the one being measured. Saturation
+throughput (answers over the span from a burst's first send to its last answer)
+is measured in alternating rounds and the median kept, because the machine is
+shared. Then each runs at a fixed rate of half its own saturation throughput,
+and at one common rate (latency p50/p95/p99 from the request's send to the
+answer's arrival at a real consumer; error rate: unanswered or degraded).
 """
 
 from __future__ import annotations
@@ -149,45 +151,66 @@ class VariantResult:
     common: Measured
 
 
-def run_variant(
-    name: str, module: str, env: dict[str, str], kafka: KafkaSettings, world: World,
-    args: argparse.Namespace, log_dir: Path,
-) -> VariantResult:  # fmt: skip
+@dataclass
+class Running:
+    """One variant's worker process, its topics and the consumer of its answers."""
+
+    name: str
+    topics: WorkerTopics
+    process: WorkerProcess
+    collector: Collector
+
+    def close(self) -> None:
+        self.collector.close()
+        if self.process.process.poll() is None:
+            self.process.terminate(120)
+        self.process.close()
+
+
+def start_variant(
+    name: str, module: str, env: dict[str, str], kafka: KafkaSettings, log_dir: Path
+) -> Running:
     topics = WorkerTopics.create(kafka, partitions=4)
     env = {**env, "STREAMREC_WORKER_REQUESTS_TOPIC": topics.requests,
            "STREAMREC_WORKER_OUTPUT_TOPIC": topics.output,
            "STREAMREC_WORKER_GROUP_ID": f"bench-{name}-{uuid.uuid4().hex[:6]}",
            "STREAMREC_WORKER_METRICS_PORT": str(free_port())}  # fmt: skip
     process = WorkerProcess(env, log_dir / f"{name}.log", module)
-    collector = Collector(kafka, topics.output)
+    return Running(name, topics, process, Collector(kafka, topics.output))
+
+
+def run_variants(
+    running: list[Running], kafka: KafkaSettings, world: World, args: argparse.Namespace
+) -> list[VariantResult]:
+    """Warm-up, then saturation bursts in alternating rounds (median), then fixed rates."""
     users = world.users
-    try:
-        warm = measure(kafka, topics, collector, users[:20], f"{name}-warm", None, 240)
+    for v in running:
+        warm = measure(kafka, v.topics, v.collector, users[:20], f"{v.name}-warm", None, 300)
         if warm.answered < 20:
-            raise RuntimeError(f"{name} did not answer the warm-up:\n{process.output()[-3000:]}")
-        burst = args.naive_burst if name == "naive" else args.burst
-        saturation = measure(
-            kafka, topics, collector, _cycle(users, burst), f"{name}-sat", None, args.timeout
-        )
+            raise RuntimeError(f"{v.name} missed the warm-up:\n{v.process.output()[-3000:]}")
+    bursts: dict[str, list[Measured]] = {v.name: [] for v in running}
+    for round_no in range(args.rounds):
+        for v in running:
+            n = args.naive_burst if v.name == "naive" else args.burst
+            tag = f"{v.name}-sat{round_no}"
+            burst = measure(kafka, v.topics, v.collector, _cycle(users, n), tag, None, args.timeout)
+            bursts[v.name].append(burst)
+            print(f"round {round_no} {v.name}: {bursts[v.name][-1].rps:.0f} rps", flush=True)
+    results = []
+    for v in running:
+        saturation = sorted(bursts[v.name], key=lambda m: m.rps)[len(bursts[v.name]) // 2]
         rate = max(1.0, saturation.rps / 2)
         count = max(20, int(rate * args.seconds))
-        half = measure(
-            kafka, topics, collector, _cycle(users, count), f"{name}-half", rate, args.timeout
-        )
+        half = measure(kafka, v.topics, v.collector, _cycle(users, count), f"{v.name}-half",
+                       rate, args.timeout)  # fmt: skip
         count = max(20, int(args.common_rate * args.seconds))
-        common = measure(
-            kafka, topics, collector, _cycle(users, count), f"{name}-common", args.common_rate,
-            args.timeout,
-        )  # fmt: skip
-        print(f"{name}: saturation {saturation.rps:.0f} rps, half load {rate:.0f} rps "
-              f"p99 {half.p(99):.1f} ms, at {args.common_rate:.0f} rps p99 {common.p(99):.1f} ms",
+        common = measure(kafka, v.topics, v.collector, _cycle(users, count), f"{v.name}-common",
+                         args.common_rate, args.timeout)  # fmt: skip
+        print(f"{v.name}: median saturation {saturation.rps:.0f} rps; at {rate:.0f} rps p99 "
+              f"{half.p(99):.1f} ms; at {args.common_rate:.0f} rps p99 {common.p(99):.1f} ms",
               flush=True)  # fmt: skip
-        return VariantResult(name, saturation, half, common)
-    finally:
-        collector.close()
-        if process.process.poll() is None:
-            process.terminate(120)
-        process.close()
+        results.append(VariantResult(v.name, saturation, half, common))
+    return results
 
 
 def _cycle(users: Sequence[int], n: int) -> list[int]:
@@ -204,6 +227,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--burst", type=int, default=1500, help="saturation burst (batched)")
     parser.add_argument("--naive-burst", type=int, default=150, help="saturation burst (naive)")
     parser.add_argument("--seconds", type=float, default=10, help="length of the half-load run")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating saturation rounds")
     parser.add_argument("--timeout", type=float, default=240, help="wait for answers (s)")
     parser.add_argument("--candidates", type=int, default=100, help="candidates per request")
     parser.add_argument(
@@ -257,12 +281,15 @@ def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
             "naive": ("inference.worker.naive", base),
             "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
         }
-        wanted = args.variants.split(",")
-        return [
-            run_variant(name, module, env, kafka, world, args, tmp)
-            for name, (module, env) in variants.items()
-            if name in wanted
-        ]
+        running = []
+        try:
+            for name, (module, env) in variants.items():
+                if name in args.variants.split(","):
+                    running.append(start_variant(name, module, env, kafka, tmp))
+            return run_variants(running, kafka, world, args)
+        finally:
+            for v in running:
+                v.close()
     finally:
         stack.down(["kafka", "redis", "triton"])
 
