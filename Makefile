@@ -48,7 +48,7 @@ test-unit: $(STAMP) ## unit tests only (no services)
 schemas: $(STAMP) ## regenerate schemas/json from the Python record types
 	$(PY) -m schemas.export
 
-demo: $(STAMP) ## bring the stack up, replay the Taobao stream, check counts in = counts out
+demo: $(STAMP) ## the whole loop on real data: features, ranker on Triton, worker, drift verdict
 	$(PY) -m jobs.demo
 
 bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw confluent-kafka

@@ -1,15 +1,19 @@
-"""``python -m jobs.demo`` (``make demo``): the foundation and the feature pipeline on real data.
+"""``python -m jobs.demo`` (``make demo``): the whole loop on real data.
 
-1. Start Kafka and Redis (unless ``STREAMREC_KAFKA_BOOTSTRAP_SERVERS`` points at
-   a cluster; then ``STREAMREC_REDIS_URL`` names the Redis).
-2. Replay the 110,300-event Taobao stream with requests mixed in, into topics
-   named for this run, and read both back through the decoder and dead-letter
-   router every consumer uses: counts in must equal counts out.
-3. Run the feature job over the stream (Flink mini-cluster, to the end of the
-   topic) and the feature writer, then read a few users' features back through
-   Feast's ``get_online_features``.
+1. A ranker: the one in ``STREAMREC_MODEL_DIR`` (default ``.cache/ranker``), or
+   one trained now on the Taobao 9-day file (``make train``), with its drift
+   reference.
+2. Services: Kafka, Redis and Triton serving the ranker, from the local stack
+   unless ``STREAMREC_KAFKA_BOOTSTRAP_SERVERS``/``STREAMREC_REDIS_URL`` and
+   ``STREAMREC_TRITON_URL`` name running ones.
+3. The feature job (Flink), the feature writer and the inference worker start on
+   topics named for this run; the 110,300-event Taobao stream is replayed paced
+   by event time, with recommendation requests mixed in.
+4. When every request is answered: events and requests in and out, latency
+   percentiles, feature age, a few recommendations beside the user's clicks;
+   then the parts stop with SIGTERM and a drift check judges the run's features.
 
-Exits 1 if anything was lost, duplicated, reordered or dead-lettered.
+Exits 1 if an event or request was lost, duplicated or dead-lettered.
 """
 
 from __future__ import annotations
@@ -18,63 +22,128 @@ import argparse
 import os
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 from tqdm import tqdm
 
 from jobs.datasets import RowAudit, read_dataset
-from jobs.demo.features import feature_step, show_users
-from jobs.demo.ingest import count_requests, read_back, report
-from jobs.localstack.session import kafka_for_run
+from jobs.demo.drift import drift_lines, run_drift_check
+from jobs.demo.ingest import read_back, report
+from jobs.demo.loop import (
+    RunTopics,
+    changelog_counts,
+    free_port,
+    log_says,
+    part_environment,
+    pipeline_parts,
+    port_open,
+    read_answered,
+    read_asked,
+    wait_for_answers,
+    wait_ready,
+    warm_up,
+)
+from jobs.demo.outcome import judge, outcome_lines
+from jobs.demo.processes import running
+from jobs.demo.services import SERVED_MODEL, demo_services, ensure_model
+from jobs.demo.shown import shown_lines
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import compare
-from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
-from schemas.topics import dead_letter_topic
 
-PARTITIONS = 4
-SHOWN_USERS = 3
+VIEWS = {"user_recent", "user_window", "item_window", "category_window"}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m jobs.demo", description=__doc__,
+        prog="python -m jobs.demo",
+        description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument("--file", type=Path, help="Taobao stream file (default: shared data)")
-    parser.add_argument("--request-rate", type=float, default=0.05)
-    parser.add_argument("--skip-features", action="store_true", help="stop after the ingest check")
+    parser.add_argument("--request-rate", type=float, default=0.05, help="requests per event")
+    parser.add_argument(
+        "--speed",
+        type=float,
+        default=100.0,
+        help="replay pace: event time × speed (0 = as fast as possible)",
+    )
+    parser.add_argument("--limit", type=int, help="replay only the first N events")
+    parser.add_argument(
+        "--model-dir",
+        type=Path,
+        default=Path(os.environ.get("STREAMREC_MODEL_DIR", ".cache/ranker")),
+    )
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=180.0,
+        help="seconds to wait for the last answers after the replay",
+    )
     parser.add_argument("--keep-stack", action="store_true", help="leave the stack running")
     args = parser.parse_args(argv)
     run_id = time.strftime("demo-%Y%m%d-%H%M%S")
-    source, requests = f"{run_id}.user-behavior", f"{run_id}.rec-requests"
-    options = ReplayOptions(path=args.file, topic=source, request_topic=requests,
-                            request_rate=args.request_rate)  # fmt: skip
-    redis_url = os.environ.get("STREAMREC_REDIS_URL") or StackSettings.from_env().redis_url
-    events = list(read_dataset(options.dataset, options.path, RowAudit()))
-    with kafka_for_run(args.keep_stack) as kafka:
-        ensure_topics(kafka, [TopicSpec(source, PARTITIONS), TopicSpec(requests, PARTITIONS),
-                              dead_letter_spec(dead_letter_topic(source))])  # fmt: skip
-        with tqdm(unit="ev", desc="replay", file=sys.stderr) as bar:
-            summary = run_replay(options, kafka, on_progress=bar.update)
-        consumed, dead_letters = read_back(kafka, source, {})
-        requests_read = count_requests(kafka, requests, {})
-        trip = compare(events, consumed)
-        lines = report(trip, dead_letters, (summary.requests, requests_read))
-        ok = trip.exact and summary.ok and requests_read == summary.requests and not dead_letters
-        if ok and not args.skip_features:
-            counts, refused = feature_step(kafka, redis_url, source)
-            lines += feature_report(counts, refused)
-            busiest = Counter(e.user_id for e in events).most_common(SHOWN_USERS)
-            lines += show_users(redis_url, [user for user, _ in busiest])
-            ok = refused == 0 and set(counts) == {"user_recent", "user_window", "item_window",
-                                                  "category_window"}  # fmt: skip
+    topics = RunTopics.for_run(run_id)
+    options = ReplayOptions(
+        path=args.file,
+        topic=topics.events,
+        request_topic=topics.requests,
+        request_rate=args.request_rate,
+        speed=args.speed,
+        limit=args.limit,
+    )
+    model_dir = args.model_dir.resolve()
+    ensure_model(model_dir)
+    events = list(read_dataset(options.dataset, options.path, RowAudit()))[: args.limit]
+    log_dir = StackSettings.from_env().home / "demo" / run_id
+    with demo_services(model_dir, args.keep_stack) as services:
+        topics.create(services.kafka)
+        env = part_environment(
+            services.kafka,
+            services.redis_url,
+            {
+                "STREAMREC_TRITON_URL": services.triton_url,
+                "STREAMREC_TRITON_MODEL": SERVED_MODEL,
+                "STREAMREC_MODEL_DIR": str(model_dir),
+            },
+        )
+        metrics_port = free_port()
+        parts = pipeline_parts(topics, run_id, model_dir, log_dir, metrics_port)
+        with running(parts, env):
+            print(
+                f"starting the feature job, writer and worker (logs in {log_dir})", file=sys.stderr
+            )
+            wait_ready(
+                parts,
+                {"feature job": log_says(parts[0], "job id"), "worker": port_open(metrics_port)},
+            )
+            probes = warm_up(
+                services.kafka, services.redis_url, topics.events, events[0].ts, list(parts)
+            )
+            with tqdm(unit="ev", desc="replay", file=sys.stderr) as bar:
+                summary = run_replay(options, services.kafka, on_progress=bar.update)
+            wait_for_answers(
+                services.kafka, topics.recommendations, summary.requests, parts, args.answer_timeout
+            )
+            asked = read_asked(services.kafka, topics.requests)
+            answered = read_answered(services.kafka, topics.recommendations)
+            shown = shown_lines(services.redis_url, answered)
+        consumed, dead_letters = read_back(services.kafka, topics.events, {})
+        counts = changelog_counts(services.kafka, topics.changelog)
+        trip = compare(probes + events, consumed)
+        outcome = judge(asked, answered)
+        drift = run_drift_check(services.kafka, topics, model_dir, run_id)
+    lines = report(trip, dead_letters, (summary.requests, len(asked)))
+    lines += [f"{'feature rows: ' + view:<28}{counts.get(view, 0):>14}" for view in sorted(VIEWS)]
+    lines += outcome_lines(outcome) + shown + drift_lines(drift)
     print("\n".join(lines))
+    ok = (
+        trip.exact
+        and summary.ok
+        and not dead_letters
+        and outcome.exact
+        and len(asked) == summary.requests
+        and counts["user_recent"] == len(consumed)
+    )
+    print("PASS: the whole loop answered every request once" if ok else "FAIL")
     return 0 if ok else 1
-
-
-def feature_report(counts: Counter[str], refused: int) -> list[str]:
-    rows = [(f"feature rows: {view}", str(count)) for view, count in sorted(counts.items())]
-    rows.append(("events refused by the job", str(refused)))
-    return [f"{label:<30}{value:>12}" for label, value in rows]

@@ -6,7 +6,7 @@ from confluent_kafka import Producer
 
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.verify import Consumed, RoundTrip
-from schemas.codec import event_codec, request_codec
+from schemas.codec import event_codec
 from schemas.deadletter import DeadLetterPublisher, DeadLetterRouter
 from schemas.kafka import KafkaSettings
 
@@ -27,13 +27,6 @@ def read_back(
             consumed.append(Consumed(message.partition(), message.offset(), event))
     publisher.flush()
     return consumed, sum(publisher.counts.values())
-
-
-def count_requests(settings: KafkaSettings, topic: str, before: dict[int, int]) -> int:
-    codec = request_codec()
-    after = high_watermarks(settings, topic)
-    messages = read_range(settings, topic, before, after)
-    return sum(1 for message in messages if codec.decode(message.value()) is not None)
 
 
 def report(trip: RoundTrip, dead_letters: int, requests: tuple[int, int]) -> list[str]:

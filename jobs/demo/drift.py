@@ -1,0 +1,80 @@
+"""The demo's last step: one drift check of the run's feature changelog against the reference."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from jobs.demo.loop import RunTopics
+from jobs.drift.reference import REFERENCE_FILE
+from jobs.replay.readback import high_watermarks, read_range
+from schemas.codec import drift_codec
+from schemas.kafka import KafkaSettings
+from schemas.records import DriftAlert
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+REPORTS_DIR = PROJECT_ROOT / "reports" / "drift"
+WINDOW_ROWS = 50_000
+
+
+def run_drift_check(
+    kafka: KafkaSettings, topics: RunTopics, model_dir: Path, run_id: str
+) -> tuple[DriftAlert | None, Path | None]:
+    """One check over the first window of the run's changelog; the alert and its HTML report."""
+    alerts = f"{run_id}.feature-drift"
+    argv = [
+        sys.executable,
+        "-m",
+        "jobs.drift",
+        "watch",
+        "--features-topic",
+        topics.changelog,
+        "--recommendations-topic",
+        topics.recommendations,
+        "--alerts-topic",
+        alerts,
+        "--group-id",
+        f"{run_id}.drift",
+        "--reference",
+        str(model_dir / REFERENCE_FILE),
+        "--reports-dir",
+        str(REPORTS_DIR),
+        "--window-rows",
+        str(WINDOW_ROWS),
+        "--window-seconds",
+        "0",
+        "--max-checks",
+        "1",
+        "--idle-seconds",
+        "15",
+        "--metrics-port",
+        "0",
+    ]
+    env = {**os.environ, "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    done = subprocess.run(argv, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"drift check failed:\n{done.stderr[-2000:]}", file=sys.stderr)
+        return None, None
+    codec = drift_codec()
+    found = [
+        codec.decode(m.value())
+        for m in read_range(kafka, alerts, {}, high_watermarks(kafka, alerts))
+    ]
+    reports = sorted(REPORTS_DIR.glob("*.html"), key=lambda p: p.stat().st_mtime)
+    return (found[-1] if found else None), (reports[-1] if reports else None)
+
+
+def drift_lines(result: tuple[DriftAlert | None, Path | None]) -> list[str]:
+    alert, report = result
+    if alert is None:
+        return [f"{'drift check':<32}did not run (see above)"]
+    flagged = [f.feature for f in alert.features if f.drifted]
+    verdict = f"{alert.status}: {len(flagged)} of {len(alert.features)} features drifted"
+    if flagged:
+        verdict += f" ({', '.join(flagged)})"
+    return [
+        f"{'drift check':<32}{verdict}, {alert.rows} rows vs {alert.reference_rows} reference",
+        f"{'drift report':<32}{report or 'none written'}",
+    ]

@@ -1,0 +1,237 @@
+"""The demo's whole loop: features, the served ranker and the worker over the replayed stream.
+
+The feature job, the feature writer and the worker run as child processes on
+topics named for this run, while the replay feeds events and requests paced by
+event time. When every request has its answer (or the wait runs out) the parts
+are stopped with SIGTERM, as a deployment would stop them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from jobs.demo.outcome import Answered, Asked
+from jobs.demo.processes import Part
+from jobs.feature_writer.codec import feature_update_codec
+from jobs.feature_writer.redis_store import read_rows
+from jobs.replay.producer import KeyedProducer, user_key
+from jobs.replay.readback import high_watermarks, read_range
+from schemas.codec import event_codec, recommendation_codec, request_codec
+from schemas.features import view_of
+from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
+from schemas.records import BehaviorEvent
+from schemas.topics import dead_letter_topic
+
+PARTITIONS = 4
+READY_TIMEOUT_S = 180.0
+
+
+@dataclass(frozen=True)
+class RunTopics:
+    """Every topic of one demo run, so runs never read each other's records."""
+
+    events: str
+    requests: str
+    recommendations: str
+    changelog: str
+
+    @classmethod
+    def for_run(cls, run_id: str) -> RunTopics:
+        return cls(
+            f"{run_id}.user-behavior",
+            f"{run_id}.rec-requests",
+            f"{run_id}.recommendations",
+            f"{run_id}.features",
+        )
+
+    def create(self, kafka: KafkaSettings) -> None:
+        specs = [
+            TopicSpec(name, PARTITIONS)
+            for name in (self.events, self.requests, self.recommendations)
+        ]
+        specs += [dead_letter_spec(dead_letter_topic(t)) for t in (self.events, self.requests)]
+        ensure_topics(kafka, specs)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def pipeline_parts(
+    topics: RunTopics, group: str, model_dir: Path, log_dir: Path, worker_metrics_port: int
+) -> list[Part]:
+    """Feature job → feature writer → worker, each consuming what the one before produces."""
+    return [
+        Part(
+            "feature-job",
+            "jobs.features",
+            [
+                "--source-topic",
+                topics.events,
+                "--changelog-topic",
+                topics.changelog,
+                "--dead-letter-topic",
+                dead_letter_topic(topics.events),
+                "--group-id",
+                group,
+            ],
+            log_dir,
+        ),
+        Part(
+            "feature-writer",
+            "jobs.feature_writer",
+            [
+                "--topic",
+                topics.changelog,
+                "--group-id",
+                group,
+            ],
+            log_dir,
+        ),
+        Part(
+            "worker",
+            "inference.worker",
+            [
+                "--requests-topic",
+                topics.requests,
+                "--output-topic",
+                topics.recommendations,
+                "--group-id",
+                group,
+                "--model-dir",
+                str(model_dir),
+                "--metrics-port",
+                str(worker_metrics_port),
+            ],
+            log_dir,
+        ),
+    ]
+
+
+def wait_ready(parts: list[Part], checks: Mapping[str, Callable[[], bool]]) -> None:
+    """Wait until each part's readiness check passes; fail fast if a part dies."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    pending = dict(checks)
+    while pending:
+        for part in parts:
+            part.check()
+        pending = {name: ok for name, ok in pending.items() if not ok()}
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"not ready after {READY_TIMEOUT_S:.0f} s: {', '.join(pending)}")
+        time.sleep(0.5)
+
+
+def log_says(part: Part, marker: str) -> Callable[[], bool]:
+    def check() -> bool:
+        return part.log_path.exists() and marker in part.log_path.read_text(errors="replace")
+
+    return check
+
+
+def port_open(port: int) -> Callable[[], bool]:
+    def check() -> bool:
+        with socket.socket() as sock:
+            sock.settimeout(0.5)
+            return sock.connect_ex(("127.0.0.1", port)) == 0
+
+    return check
+
+
+def wait_for_answers(
+    kafka: KafkaSettings, topic: str, expected: int, parts: list[Part], timeout_s: float
+) -> int:
+    """Poll the output topic's end offsets until ``expected`` answers (or the timeout)."""
+    deadline = time.monotonic() + timeout_s
+    count = 0
+    while time.monotonic() < deadline:
+        for part in parts:
+            part.check()
+        count = sum(high_watermarks(kafka, topic).values())
+        if count >= expected:
+            break
+        print(f"\ranswers {count}/{expected}", end="", file=sys.stderr, flush=True)
+        time.sleep(1.0)
+    print(f"\ranswers {count}/{expected}", file=sys.stderr)
+    return count
+
+
+def read_asked(kafka: KafkaSettings, topic: str) -> list[Asked]:
+    codec = request_codec()
+    asked = []
+    for message in read_range(kafka, topic, {}, high_watermarks(kafka, topic)):
+        request = codec.decode(message.value())
+        if request is not None:
+            asked.append(Asked(request, message.timestamp()[1]))
+    return asked
+
+
+def read_answered(kafka: KafkaSettings, topic: str) -> list[Answered]:
+    codec = recommendation_codec()
+    return [
+        Answered(codec.decode(message.value()), message.timestamp()[1])
+        for message in read_range(kafka, topic, {}, high_watermarks(kafka, topic))
+    ]
+
+
+def part_environment(
+    kafka: KafkaSettings, redis_url: str, extra: Mapping[str, str]
+) -> dict[str, str]:
+    return {
+        **os.environ,
+        **extra,
+        "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        "STREAMREC_REDIS_URL": redis_url,
+    }
+
+
+def changelog_counts(kafka: KafkaSettings, topic: str) -> Counter[str]:
+    """Changelog rows per feature view."""
+    codec = feature_update_codec()
+    messages = read_range(kafka, topic, {}, high_watermarks(kafka, topic))
+    return Counter(view_of(codec.decode(message.value())) for message in messages)
+
+
+WARM_UP_USER = 999_000_000  # above every user id in the Taobao files
+WARM_UP_INTERVAL_S = 1.0
+
+
+def warm_up(
+    kafka: KafkaSettings, redis_url: str, topic: str, at_ms: int, parts: list[Part]
+) -> list[BehaviorEvent]:
+    """Send probe clicks until one is readable from Redis: the feature path is then live.
+
+    The probes carry the stream's first event time, so they do not move the
+    watermark past the events still to come. Returns what was sent, which the
+    ingest check then expects back.
+    """
+    producer = KeyedProducer(kafka)
+    client = redis.Redis.from_url(redis_url)
+    sent: list[BehaviorEvent] = []
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    try:
+        while time.monotonic() < deadline:
+            for part in parts:
+                part.check()
+            probe = BehaviorEvent(WARM_UP_USER + len(sent), 1, 1, "pv", at_ms)
+            producer.send(topic, user_key(probe.user_id), event_codec().encode(probe))
+            producer.flush()
+            sent.append(probe)
+            time.sleep(WARM_UP_INTERVAL_S)
+            users = [event.user_id for event in sent]
+            if any(read_rows(client, "user_recent_clicks", users, ["item_ids"])):
+                return sent
+        raise TimeoutError(f"no probe click readable after {READY_TIMEOUT_S:.0f} s")
+    finally:
+        client.close()

@@ -1,0 +1,101 @@
+"""What the demo's loop produced, judged against what was asked (pure)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from schemas.records import Recommendation, RecRequest
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A request as produced, with the Kafka timestamp it was appended with."""
+
+    request: RecRequest
+    sent_ms: int
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A recommendation as consumed, with the Kafka timestamp it was appended with."""
+
+    recommendation: Recommendation
+    received_ms: int
+
+
+@dataclass
+class LoopOutcome:
+    requests: int
+    answered: int
+    missing: int
+    duplicated: int
+    unknown: int
+    degraded: int
+    latency_ms: dict[str, float]
+    feature_age_ms: dict[str, float]
+    routes: Counter[str] = field(default_factory=Counter)
+    degraded_reasons: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def exact(self) -> bool:
+        """Every request answered exactly once, and nothing answered that was not asked."""
+        return self.missing == 0 and self.duplicated == 0 and self.unknown == 0
+
+
+def percentiles(values: Sequence[float], points: Sequence[int] = (50, 95, 99)) -> dict[str, float]:
+    """Nearest-rank percentiles; empty input gives an empty dict."""
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+    last = len(ordered) - 1
+    return {f"p{p}": float(ordered[min(last, round(p / 100 * last))]) for p in points}
+
+
+def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
+    sent = {a.request.request_id: a for a in asked}
+    counts = Counter(a.recommendation.request_id for a in answered)
+    first: dict[str, Answered] = {}
+    for answer in answered:
+        first.setdefault(answer.recommendation.request_id, answer)
+    matched = [(sent[rid], answer) for rid, answer in first.items() if rid in sent]
+    latency = [answer.received_ms - ask.sent_ms for ask, answer in matched]
+    ages = [
+        answer.recommendation.produced_at - answer.recommendation.features_at
+        for _, answer in matched
+        if answer.recommendation.features_at is not None
+    ]
+    recs = [answer.recommendation for _, answer in matched]
+    return LoopOutcome(
+        requests=len(sent),
+        answered=len(matched),
+        missing=len(sent.keys() - counts.keys()),
+        duplicated=sum(n - 1 for n in counts.values()),
+        unknown=len(counts.keys() - sent.keys()),
+        degraded=sum(rec.degraded for rec in recs),
+        latency_ms=percentiles(latency),
+        feature_age_ms=percentiles(ages),
+        routes=Counter(item.route for rec in recs for item in rec.items),
+        degraded_reasons=Counter(reason for rec in recs for reason in rec.degraded_reasons),
+    )
+
+
+def outcome_lines(outcome: LoopOutcome) -> list[str]:
+    def spread(values: dict[str, float]) -> str:
+        return " ".join(f"{k}={v:.0f}" for k, v in values.items()) or "n/a"
+
+    rows = [
+        ("requests produced / answered", f"{outcome.requests} / {outcome.answered}"),
+        ("missing / duplicated / unknown",
+         f"{outcome.missing} / {outcome.duplicated} / {outcome.unknown}"),
+        ("degraded answers", str(outcome.degraded)),
+        ("request→answer ms", spread(outcome.latency_ms)),
+        ("feature age at answer ms", spread(outcome.feature_age_ms)),
+        ("items by recall route",
+         ", ".join(f"{r}={n}" for r, n in outcome.routes.most_common()) or "none"),
+    ]  # fmt: skip
+    if outcome.degraded_reasons:
+        reasons = ", ".join(f"{r}={n}" for r, n in outcome.degraded_reasons.most_common())
+        rows.append(("degraded because", reasons))
+    return [f"{label:<32}{value}" for label, value in rows]

@@ -1,0 +1,63 @@
+"""The demo's long-running parts (feature job, writer, worker) as supervised child processes."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from jobs.localstack.process import is_ours, spawn, stop, tail
+
+STOP_TIMEOUT_S = 30.0
+
+
+class PartFailed(RuntimeError):
+    """A pipeline part exited while the demo still needed it."""
+
+
+class Part:
+    """One ``python -m <module>`` process, logging to its own file, stopped with SIGTERM."""
+
+    def __init__(self, name: str, module: str, args: Sequence[str], log_dir: Path) -> None:
+        self.name = name
+        self.argv = [sys.executable, "-m", module, *args]
+        self.log_path = log_dir / f"{name}.log"
+        self._pidfile = log_dir / f"{name}.pid"
+        self._marker = module
+        self.pid: int | None = None
+
+    def start(self, env: Mapping[str, str]) -> None:
+        self.pid = spawn(self.argv, self.log_path, self._pidfile, env)
+
+    @property
+    def alive(self) -> bool:
+        return self.pid is not None and is_ours(self.pid, self._marker)
+
+    def check(self) -> None:
+        if not self.alive:
+            raise PartFailed(f"{self.name} exited; its log ends:\n{tail(self.log_path)}")
+
+    def stop(self) -> None:
+        """Graceful stop: SIGTERM lets it finish its batch and commit; SIGKILL after a timeout."""
+        if self.pid is not None:
+            stop(self.pid, self._marker, STOP_TIMEOUT_S)
+            self._pidfile.unlink(missing_ok=True)
+            self.pid = None
+
+
+@contextmanager
+def running(parts: Sequence[Part], env: Mapping[str, str]) -> Iterator[Sequence[Part]]:
+    """Start ``parts`` in order; stop them in reverse order however the block ends."""
+    with ExitStack() as stack:
+        for part in parts:
+            part.start(env)
+            stack.callback(_stop_reporting, part)
+        yield parts
+
+
+def _stop_reporting(part: Part) -> None:
+    started = time.perf_counter()
+    part.stop()
+    print(f"stopped {part.name} in {time.perf_counter() - started:.1f} s", file=sys.stderr)

@@ -1,0 +1,94 @@
+"""The services the demo's loop needs: Kafka, Redis and Triton serving the trained ranker.
+
+Configured endpoints (``STREAMREC_KAFKA_BOOTSTRAP_SERVERS`` with
+``STREAMREC_REDIS_URL``; ``STREAMREC_TRITON_URL``) are used as they are. Otherwise
+the local stack starts what is missing and stops again what it started.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from inference.serving import repository
+from inference.serving.control import TritonControl, rollout
+from jobs.localstack.settings import StackSettings
+from jobs.localstack.stack import Stack
+from jobs.ranker.artifacts import MANIFEST
+from schemas.kafka import KafkaSettings
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SERVED_MODEL = "ranker_python"  # the python-backend model: the wheel's binary has no ORT backend
+
+
+@dataclass(frozen=True)
+class Services:
+    kafka: KafkaSettings
+    redis_url: str
+    triton_url: str  # gRPC host:port
+
+
+def ensure_model(model_dir: Path) -> None:
+    """Train the ranker (and save its drift reference) unless the directory holds one."""
+    if not (model_dir / MANIFEST).exists():
+        print(f"no model in {model_dir}: training one (make train)", file=sys.stderr)
+        _run(["jobs.ranker", "--out", str(model_dir)])
+    reference = model_dir / "drift_reference.parquet"
+    if not reference.exists():
+        _run(["jobs.drift", "reference", "--out", str(reference)])
+
+
+def _run(module_args: list[str]) -> None:
+    # Output goes straight to the terminal: training shows its own progress.
+    subprocess.run([sys.executable, "-m", *module_args], cwd=PROJECT_ROOT, check=True)
+
+
+def publish_if_new(model_dir: Path, models_root: Path) -> bool:
+    """Publish the model unless the newest published version is this very model."""
+    published = repository.versions(models_root / SERVED_MODEL)
+    if published:
+        newest = models_root / SERVED_MODEL / str(published[-1]) / MANIFEST
+        if newest.exists() and newest.read_bytes() == (model_dir / MANIFEST).read_bytes():
+            return False
+    version = repository.publish(model_dir, models_root)
+    print(f"published the ranker as version {version} in {models_root}", file=sys.stderr)
+    return True
+
+
+@contextmanager
+def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
+    settings = StackSettings.from_env()
+    stack = Stack(settings)
+    wanted = []
+    if not os.environ.get("STREAMREC_KAFKA_BOOTSTRAP_SERVERS"):
+        wanted += ["kafka", "redis"]
+    triton_url = os.environ.get("STREAMREC_TRITON_URL")
+    fresh_model = False
+    if not triton_url:
+        fresh_model = publish_if_new(model_dir, settings.model_repository)
+        wanted.append("triton")
+        triton_url = settings.triton_grpc_url
+    already = {status.name for status in stack.status(wanted) if status.healthy}
+    stack.up(wanted)
+    if "triton" in already and fresh_model:
+        # A server kept from an earlier run swaps to the new version without a gap.
+        control = TritonControl(settings.triton_http_url)
+        rollout(control, settings.model_repository / SERVED_MODEL)
+    kafka = (
+        KafkaSettings.from_env()
+        if "kafka" not in wanted
+        else KafkaSettings(settings.kafka_bootstrap, KafkaSettings.from_env().extra)
+    )
+    redis_url = os.environ.get("STREAMREC_REDIS_URL") or settings.redis_url
+    try:
+        yield Services(kafka, redis_url, triton_url)
+    finally:
+        started = [name for name in wanted if name not in already]
+        if started and not keep_stack:
+            print(f"stopping {', '.join(started)}", file=sys.stderr)
+            stack.down(started)

@@ -1,0 +1,52 @@
+"""Judging the loop's answers against its requests (pure)."""
+
+from __future__ import annotations
+
+from jobs.demo.outcome import Answered, Asked, judge, outcome_lines, percentiles
+from schemas.records import RecItem, Recommendation, RecRequest
+
+
+def asked(request_id: str, sent_ms: int = 1_000) -> Asked:
+    return Asked(RecRequest(request_id=request_id, user_id=7, ts=sent_ms), sent_ms)
+
+
+def answered(request_id: str, received_ms: int, degraded: bool = False) -> Answered:
+    rec = Recommendation(
+        request_id=request_id, user_id=7, model_version="3", features_at=received_ms - 500,
+        produced_at=received_ms, degraded=degraded,
+        degraded_reasons=["triton: unavailable"] if degraded else [],
+        items=[RecItem(item_id=1, score=0.5, route="embedding"),
+               RecItem(item_id=2, score=0.4, route="popular")],
+    )  # fmt: skip
+    return Answered(rec, received_ms)
+
+
+def test_every_request_answered_once_is_exact() -> None:
+    outcome = judge([asked("a"), asked("b")], [answered("a", 1_010), answered("b", 1_030, True)])
+    assert outcome.exact
+    assert (outcome.requests, outcome.answered, outcome.degraded) == (2, 2, 1)
+    assert outcome.latency_ms["p50"] in (10.0, 30.0)
+    assert outcome.feature_age_ms == {"p50": 500.0, "p95": 500.0, "p99": 500.0}
+    assert outcome.routes == {"embedding": 2, "popular": 2}
+    assert outcome.degraded_reasons == {"triton: unavailable": 1}
+
+
+def test_missing_duplicated_and_unknown_answers_are_counted() -> None:
+    outcome = judge(
+        [asked("a"), asked("b"), asked("c")],
+        [answered("a", 1_010), answered("a", 1_020), answered("x", 1_030)],
+    )
+    assert not outcome.exact
+    assert (outcome.missing, outcome.duplicated, outcome.unknown) == (2, 1, 1)
+    assert outcome.answered == 1
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    assert percentiles([]) == {}
+    assert percentiles(list(range(101))) == {"p50": 50.0, "p95": 95.0, "p99": 99.0}
+
+
+def test_lines_name_every_figure() -> None:
+    lines = "\n".join(outcome_lines(judge([asked("a")], [answered("a", 1_010, True)])))
+    assert "requests produced / answered    1 / 1" in lines
+    assert "degraded because" in lines
