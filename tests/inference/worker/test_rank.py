@@ -1,0 +1,89 @@
+"""Ranking a prepared batch with a scorer that answers, times out or is down (no services)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from inference.ranking.contract import CAND_ITEMS
+from inference.worker.errors import RankerTimeout, RankerUnavailable
+from inference.worker.features import ItemFeatures, UserFeatures
+from inference.worker.inputs import UserInput
+from inference.worker.metrics import WorkerMetrics
+from inference.worker.prepare import PreparedBatch, PreparedRequest
+from inference.worker.rank import FALLBACK_VERSION, Ranker, recommendations
+from inference.worker.recall import Candidate
+from inference.worker.scoring import Breaker, Inputs
+from schemas.records import Recommendation, RecRequest
+
+
+class FakeScorer:
+    """Scores = candidate index / 100; or raises ``error``. Records the batch sizes seen."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+        self.calls: list[int] = []
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        self.calls.append(len(inputs[CAND_ITEMS]))
+        if self.error is not None:
+            raise self.error
+        return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:3"
+
+    async def close(self) -> None:
+        return None
+
+
+def batch(users: int, out_of_stock: set[int] | None = None) -> PreparedBatch:
+    requests = []
+    for u in range(users):
+        items = [10 + u, 20 + u, 30 + u]
+        model_input = UserInput(
+            seq_items=np.zeros(0, np.int32), seq_cats=np.zeros(0, np.int32),
+            user_dense=[0.0] * 4, cand_items=np.array(items, np.int32),
+            cand_cats=np.zeros(3, np.int32), cand_dense=np.zeros((3, 5), np.float32),
+        )  # fmt: skip
+        request = RecRequest(request_id=f"r{u}", user_id=u + 1, ts=1_700_000_000_000, k=2)
+        user = UserFeatures(u + 1, excluded=frozenset({30 + u}), features_at=5)
+        cands = [Candidate(i, "embedding") for i in items]
+        requests.append(PreparedRequest(request, user, cands, model_input, [0, 0, 0]))
+    trends = {20: ItemFeatures([0.0] * 5, 0, 100.0)}
+    return PreparedBatch(requests, trends, out_of_stock or set())
+
+
+def rank(
+    scorer: FakeScorer, prepared: PreparedBatch, users_per_request: int = 2
+) -> list[Recommendation]:
+    ranker = Ranker(scorer, Breaker(60), users_per_request, (10,), WorkerMetrics())
+    ranked = asyncio.run(ranker.rank(prepared))
+    return list(recommendations(prepared, ranked, max_per_category=3, now_ms=1_700_000_000_001))
+
+
+def test_scores_in_chunks_and_post_processes() -> None:
+    scorer = FakeScorer()
+    recs = rank(scorer, batch(5, out_of_stock={21}))
+    assert scorer.calls == [2, 2, 1]
+    first, second = recs[0], recs[1]
+    assert [i.item_id for i in first.items] == [20, 10]  # 30 just viewed: excluded
+    assert [i.item_id for i in second.items] == [11]  # 21 out of stock, 31 excluded
+    assert first.model_version == "ranker:3" and not first.degraded and first.features_at == 5
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [(RankerTimeout("slow"), "triton_timeout"), (RankerUnavailable("down"), "triton_unavailable")],
+)
+def test_ranker_failure_gives_flagged_fallbacks_and_opens_the_breaker(
+    error: Exception, reason: str
+) -> None:
+    scorer = FakeScorer(error)
+    recs = rank(scorer, batch(4))
+    assert scorer.calls == [2]  # the first failure opens the breaker: no second call waits
+    for rec in recs:
+        assert rec.degraded and rec.degraded_reasons in ([reason], ["triton_unavailable"])
+        assert rec.model_version == FALLBACK_VERSION and rec.items
+    # Fallback order: the trending item first, then the popular one.
+    assert [i.item_id for i in recs[0].items] == [20, 10]
