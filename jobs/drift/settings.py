@@ -35,7 +35,9 @@ class DriftSettings:
     keep_reports: int = 20
     # Windows close by time; a row count (0 = off) closes them early on a burst.
     window_rows: int = 0
-    window_seconds: float = 60.0
+    # The feature job emits a slide's windows in one burst every slide (5 min): a
+    # check per slide judges one emission instead of empty minutes in between.
+    window_seconds: float = 300.0
     # Rows judged per check at most: a check costs the same (about 3-4 s) at any rate.
     sample_rows: int = 20_000
     min_rows: int = 1000

@@ -20,7 +20,7 @@ class WindowPolicy:
     """``max_rows`` and ``max_seconds`` close a window, whichever comes first (0 = off)."""
 
     max_rows: int = 0
-    max_seconds: float = 60.0
+    max_seconds: float = 300.0
     sample_rows: int = 20_000
     seed: int = 0
 
