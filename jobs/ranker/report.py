@@ -49,7 +49,7 @@ def summary(metrics: dict[str, Any]) -> str:
     candidates = metrics["eval_candidates"]
     return "\n".join(
         (
-            f"Held-out day: {split['eval_rows']} positives, each ranked against "
+            f"Held-out period: {split['eval_rows']} positives, each ranked against "
             f"{candidates - 1} sampled negatives",
             ranking_table(metrics),
             "",
