@@ -11,9 +11,20 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import rankdata  # type: ignore[import-untyped]
 
 Scores = npt.NDArray[np.floating[Any]]
+
+
+def average_ranks(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """1-based ranks, tied values sharing their average rank."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    sizes = np.diff(np.r_[starts, len(values)])
+    group = np.repeat(np.arange(len(starts)), sizes)
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = (starts + (sizes + 1) / 2.0)[group]
+    return ranks
 
 
 def auc(scores: Scores, labels: Scores) -> float:
@@ -22,7 +33,7 @@ def auc(scores: Scores, labels: Scores) -> float:
     positives, negatives = int(truth.sum()), int((~truth).sum())
     if positives == 0 or negatives == 0:
         raise ValueError("AUC needs both positives and negatives")
-    ranks = rankdata(flat)
+    ranks = average_ranks(flat)
     return float((ranks[truth].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 

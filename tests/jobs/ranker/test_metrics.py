@@ -7,7 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from jobs.ranker.metrics import auc, evaluate, ndcg_at, recall_at, true_item_rank
+from jobs.ranker.metrics import (
+    auc,
+    average_ranks,
+    evaluate,
+    ndcg_at,
+    recall_at,
+    true_item_rank,
+)
 
 
 def test_auc_of_perfect_reversed_and_constant_scores() -> None:
@@ -48,3 +55,8 @@ def test_evaluate_reports_every_k() -> None:
         "recall_at_2",
         "ndcg_at_2",
     }
+
+
+def test_average_ranks_share_ties() -> None:
+    values = np.array([0.3, 0.1, 0.3, 0.2, 0.3])
+    assert average_ranks(values).tolist() == [4.0, 1.0, 4.0, 2.0, 4.0]
