@@ -48,9 +48,6 @@ class Samples:
     def __len__(self) -> int:
         return len(self.ts)
 
-    def rows(self, index: npt.NDArray[np.intp] | slice) -> Samples:
-        return Samples(*(getattr(self, name)[index] for name in self.__dataclass_fields__))
-
 
 @dataclass(frozen=True)
 class Catalog:

@@ -32,7 +32,6 @@ def seed_everything(seed: int, threads: int) -> None:
     """Same seed, same weights, same batches, same metrics (CPU kernels are deterministic)."""
     torch.manual_seed(seed)
     torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(True)
 
 
 def _tensors(samples: Samples, rows: npt.NDArray[np.intp] | slice) -> list[torch.Tensor]:
@@ -49,6 +48,20 @@ def train(
 ) -> tuple[DIN, list[float]]:
     """A trained model and its mean training loss per epoch."""
     seed_everything(config.seed, config.threads)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)  # only for this call: callers keep theirs
+    try:
+        return _train(model_config, samples, config, report)
+    finally:
+        torch.use_deterministic_algorithms(deterministic)
+
+
+def _train(
+    model_config: DINConfig,
+    samples: Samples,
+    config: TrainConfig,
+    report: Callable[[str], None],
+) -> tuple[DIN, list[float]]:
     model = DIN(model_config)
     optimizer = torch.optim.Adam(
         model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
