@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: help setup up down status test test-unit lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status test test-unit lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e
 
@@ -38,9 +38,15 @@ lint: $(STAMP) ## ruff and mypy
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy schemas jobs inference tests
 
-test: $(STAMP) ## the whole suite: lint, unit tests and integration tests on the real stack
+test: $(STAMP) browser ## the whole suite: lint, unit tests and integration tests on the real stack
 	$(MAKE) lint
 	$(PY) -m pytest
+
+# The drift report's render test opens it in headless Chromium (Debian's package).
+browser: ## install Debian's chromium for the report render test (root, when missing)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
+		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+		|| echo "chromium missing and not root: the render test will be skipped"; }
 
 test-unit: $(STAMP) ## unit tests only (no services)
 	$(PY) -m pytest -m "not integration"

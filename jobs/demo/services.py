@@ -73,22 +73,26 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
         fresh_model = publish_if_new(model_dir, settings.model_repository)
         wanted.append("triton")
         triton_url = settings.triton_grpc_url
-    already = {status.name for status in stack.status(wanted) if status.healthy}
-    stack.up(wanted)
-    if "triton" in already and fresh_model:
-        # A server kept from an earlier run swaps to the new version without a gap.
-        control = TritonControl(settings.triton_http_url)
-        rollout(control, settings.model_repository / SERVED_MODEL)
-    kafka = (
-        KafkaSettings.from_env()
-        if "kafka" not in wanted
-        else KafkaSettings(settings.kafka_bootstrap, KafkaSettings.from_env().extra)
+    # Stack.up/status/down take an empty list as "every service": only call them with names.
+    already = (
+        {status.name for status in stack.status(wanted) if status.healthy} if wanted else set()
     )
-    redis_url = os.environ.get("STREAMREC_REDIS_URL") or settings.redis_url
+    started = [name for name in wanted if name not in already]
     try:
+        if wanted:
+            stack.up(wanted)
+        if "triton" in already and fresh_model:
+            # A server kept from an earlier run swaps to the new version without a gap.
+            control = TritonControl(settings.triton_http_url)
+            rollout(control, settings.model_repository / SERVED_MODEL)
+        kafka = (
+            KafkaSettings.from_env()
+            if "kafka" not in wanted
+            else KafkaSettings(settings.kafka_bootstrap, KafkaSettings.from_env().extra)
+        )
+        redis_url = os.environ.get("STREAMREC_REDIS_URL") or settings.redis_url
         yield Services(kafka, redis_url, triton_url)
     finally:
-        started = [name for name in wanted if name not in already]
         if started and not keep_stack:
             print(f"stopping {', '.join(started)}", file=sys.stderr)
             stack.down(started)

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import yaml  # type: ignore[import-untyped]  # no types-PyYAML in this environment
+import yaml
 from feast import FeatureStore, RepoConfig
 
 from jobs.feature_writer.errors import SettingsError

@@ -49,3 +49,6 @@ def test_demo_runs_the_whole_loop_on_the_stream(
     assert re.search(r"dead-lettered\s+0\n", out)
     assert out.count("→ recommended") == 3
     assert re.search(r"drift check\s+(ok|drift|insufficient_data): ", out)
+    # Every service was given, so the demo started no local one of its own.
+    started = [d.name for d in (tmp_path / "stack").iterdir() if d.name != "demo"]
+    assert started == []

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 from confluent_kafka import Producer
 
 from jobs.feature_writer.cli import build_loop, redis_client

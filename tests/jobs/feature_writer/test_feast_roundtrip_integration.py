@@ -6,7 +6,7 @@ import itertools
 from datetime import UTC, datetime
 from typing import Any
 
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 import pytest
 
 from jobs.feature_writer.redis_store import OnlineStoreWriter, read_rows
