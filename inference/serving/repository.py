@@ -9,13 +9,11 @@ renamed into place, so Triton never sees half a version.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from tritonclient.grpc import model_config_pb2  # type: ignore[import-untyped]
 
 from inference.serving.errors import PublishError
 from inference.serving.settings import MODELS, TEMPLATE_REPOSITORY
+from jobs.localstack.flink_connectors import file_lock
 
 CONFIG = "config.pbtxt"
 PYTHON_MODEL = "model.py"
@@ -66,7 +65,8 @@ def publish(
         if "ranker_python" in models and not (artifacts_dir / extra).exists():
             raise PublishError(f"{artifacts_dir} has no {extra} (the python model needs it)")
     repository.mkdir(parents=True, exist_ok=True)
-    with _locked(repository / ".publish.lock"):
+    # Two publishes at once would pick the same number; one waits for the other.
+    with file_lock(repository / ".publish.lock"):
         number = 1 + max([0, *(v for m in models for v in versions(repository / m))])
         staged = [_stage(artifacts_dir, onnx_file, repository / m, template / m) for m in models]
         for staging, model in zip(staged, models, strict=True):
@@ -141,14 +141,3 @@ def _write_atomic(path: Path, text: str) -> None:
         out.write(text)
     Path(temp).chmod(0o644)
     Path(temp).replace(path)
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    # Two publishes at once would pick the same number; one waits for the other.
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -18,6 +18,8 @@ LATENCY_BUCKETS = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 )  # fmt: skip
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# Feature rows are seconds old when fresh; windows close every 5 minutes, so older is common.
+AGE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
 
 class WorkerMetrics:
@@ -37,6 +39,12 @@ class WorkerMetrics:
             "streamrec_worker_end_to_end_seconds",
             "Request time (its ts) to recommendation produced.",
             buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.feature_age_seconds = Histogram(
+            "streamrec_worker_feature_age_seconds",
+            "Age of the newest feature row an answer used (produced minus feature time).",
+            buckets=AGE_BUCKETS,
             registry=r,
         )
         self.requests = Counter("streamrec_worker_requests", "Valid requests consumed.", registry=r)

@@ -159,6 +159,8 @@ class Worker:
             m.end_to_end_seconds.observe(max(0, now - request.ts) / 1000)
         for rec in recs:
             m.recommendations.labels(str(rec.degraded).lower()).inc()
+            if rec.features_at is not None:
+                m.feature_age_seconds.observe(max(0, rec.produced_at - rec.features_at) / 1000)
             for reason in rec.degraded_reasons:
                 m.fallbacks.labels(reason).inc()
             self.stats.degraded += rec.degraded

@@ -111,6 +111,7 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
         for name in (
             'streamrec_worker_stage_seconds_bucket{le="0.001",stage="features"}',
             "streamrec_worker_end_to_end_seconds_count",
+            "streamrec_worker_feature_age_seconds_count",
             'streamrec_worker_dead_letters_total{kind="malformed"} 1.0',
             'streamrec_worker_feature_missing_total{view="user_recent_clicks"}',
             "streamrec_worker_batch_size_count",
