@@ -32,7 +32,7 @@ def read_back(
 def report(trip: RoundTrip, dead_letters: int, requests: tuple[int, int]) -> list[str]:
     verdict = "PASS: every event arrived once, per-user order kept" if trip.exact else "FAIL"
     rows = [
-        ("events from file", str(trip.sent)),
+        ("events sent (file + probes)", str(trip.sent)),
         ("events consumed back", str(trip.received)),
         ("missing / duplicated", f"{trip.missing} / {trip.duplicated}"),
         ("users out of order", str(trip.users_out_of_order)),
