@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-dev
 	bench-serving train worker bench-e2e
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create the virtual environment with the project and its dev tools
 
-up: $(STAMP) ## start the local stack (Kafka in KRaft mode, Redis); idempotent
+up: $(STAMP) ## start the local stack (Kafka, Redis, Flink, Triton); idempotent
 	$(PY) -m jobs.localstack up
 
 down: $(STAMP) ## stop the local stack, leaving no process behind
@@ -74,6 +74,8 @@ bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs nai
 
 train: $(STAMP) ## train the ranker (Taobao 9 days, last day held out), export ONNX variants, print metrics
 	$(PY) -m jobs.ranker
+	@# The drift job compares live features with the reference saved beside the model.
+	$(PY) -m jobs.drift reference --out "$${STREAMREC_MODEL_DIR:-.cache/ranker}/drift_reference.parquet"
 
 features: $(STAMP) ## run the streaming feature job locally (mini-cluster) against the stack
 	$(PY) -m jobs.features

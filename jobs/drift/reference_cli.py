@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ def run_reference(args: argparse.Namespace) -> int:
     logger.info("events: %s", audit.summary())
     print(
         f"drift reference: {len(frame)} rows from {len(events)} {args.dataset} events "
-        f"-> {path} ({time.monotonic() - started:.1f} s)"
+        f"-> {path} ({time.monotonic() - started:.1f} s)",
+        # stderr: `make train` runs this last and must still end its output with RESULT.
+        file=sys.stderr,
     )
     return 0
