@@ -114,6 +114,8 @@ class OnnxScorer:
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
+        # As in the served model: no spinning pool threads taking the worker's cores.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(model_dir / served), options, providers=["CPUExecutionProvider"]
         )

@@ -127,6 +127,9 @@ class TritonPythonModel:
         threads = int(parameters.get("intra_op_threads", {}).get("string_value", "0"))
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads  # 0 = one per core
+        # Idle pool threads spin by default; on a small CPU shared with the callers that
+        # spinning takes the cores the next request needs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(
             str(version_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
         )
