@@ -31,6 +31,13 @@ PAD_INDEX = 0
 OOV_INDEX = 1
 FIRST_ID_INDEX = 2
 
+# The model directory's files that more than one role reads (training writes them).
+MANIFEST_FILE = "manifest.json"
+VOCAB_FILE = "vocab.npz"
+EMBEDDINGS_FILE = "item_embeddings.npy"
+CATEGORIES_FILE = "item_categories.npy"
+POPULAR_FILE = "popular_items.json"
+
 SEQ_ITEMS = "seq_items"
 SEQ_CATS = "seq_cats"
 USER_DENSE = "user_dense"

@@ -20,6 +20,7 @@ from typing import Any
 from google.protobuf import json_format, text_format  # type: ignore[import-untyped]
 from tritonclient.grpc import model_config_pb2  # type: ignore[import-untyped]
 
+from inference.ranking.contract import MANIFEST_FILE as MANIFEST
 from inference.serving.errors import PublishError
 from inference.serving.settings import MODELS, TEMPLATE_REPOSITORY
 from jobs.localstack.flink_connectors import file_lock
@@ -28,7 +29,6 @@ CONFIG = "config.pbtxt"
 PYTHON_MODEL = "model.py"
 # Files beside the python backend's model.py: its id checks read model_config.json.
 PYTHON_EXTRAS = ("model_config.json",)
-MANIFEST = "manifest.json"
 
 
 def versions(model_dir: Path) -> list[int]:

@@ -15,13 +15,16 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import FIRST_ID_INDEX, Vocabulary
+from inference.ranking.contract import (
+    CATEGORIES_FILE,
+    EMBEDDINGS_FILE,
+    FIRST_ID_INDEX,
+    POPULAR_FILE,
+    VOCAB_FILE,
+    Vocabulary,
+)
 from inference.worker.errors import ArtifactsError
 
-VOCAB_FILE = "vocab.npz"
-EMBEDDINGS_FILE = "item_embeddings.npy"
-CATEGORIES_FILE = "item_categories.npy"
-POPULAR_FILE = "popular_items.json"
 REQUIRED = (VOCAB_FILE, EMBEDDINGS_FILE, CATEGORIES_FILE, POPULAR_FILE)
 
 

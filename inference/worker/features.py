@@ -17,7 +17,8 @@ from typing import Any
 import redis
 
 from inference.ranking.contract import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
-from jobs.feature_writer.feast_format import ViewSpec, decode_row, decode_timestamp_ns
+from jobs.feature_writer.feast_format import ViewSpec
+from jobs.feature_writer.redis_store import decode_reply, queue_row_reads
 from jobs.feature_writer.views import (
     CATEGORY_TRENDS,
     ITEM_TRENDS,
@@ -42,9 +43,7 @@ class PipelineReads:
     def rows(self, spec: ViewSpec, entity_ids: Sequence[int]) -> int:
         """Queue every feature of ``spec`` for ``entity_ids``; returns a handle for results."""
         names = list(spec.feature_names)
-        hashes = [spec.field_hashes[name] for name in names] + [spec.ts_field]
-        for entity_id in entity_ids:
-            self._pipe.hmget(spec.redis_key(entity_id, self._project), hashes)  # type: ignore[arg-type]
+        queue_row_reads(self._pipe, spec, entity_ids, names, self._project)
         self._queued.append((spec, names, len(entity_ids)))
         return len(self._queued) - 1
 
@@ -70,18 +69,10 @@ class PipelineReads:
                 out.append([bool(flag) for flag in reply] if members else [])
                 at += 1
                 continue
-            out.append([_row(spec, names, reply) for reply in replies[at : at + count]])
+            batch = replies[at : at + count]
+            out.append([decode_reply(spec, names, reply, TIMESTAMP) for reply in batch])
             at += count
         return out
-
-
-def _row(spec: ViewSpec, names: list[str], reply: list[bytes | None]) -> Row | None:
-    ts_ns = decode_timestamp_ns(reply[-1])
-    if ts_ns is None:
-        return None
-    row = decode_row(spec, names, reply[:-1])
-    row[TIMESTAMP] = ts_ns // 1_000_000
-    return row
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,8 +63,10 @@ def run_drift_check(
         codec.decode(m.value())
         for m in read_range(kafka, alerts, {}, high_watermarks(kafka, alerts))
     ]
-    reports = sorted(REPORTS_DIR.glob("*.html"), key=lambda p: p.stat().st_mtime)
-    return (found[-1] if found else None), (reports[-1] if reports else None)
+    # The watch's last line is its verdict: `DRIFT status=… report=<path>|-`.
+    report = re.search(r"^DRIFT .* report=(\S+)$", done.stdout, re.MULTILINE)
+    path = Path(report.group(1)) if report and report.group(1) != "-" else None
+    return (found[-1] if found else None), path
 
 
 def drift_lines(result: tuple[DriftAlert | None, Path | None]) -> list[str]:

@@ -23,6 +23,7 @@ from jobs.demo.outcome import Answered, Asked
 from jobs.demo.processes import Part
 from jobs.feature_writer.codec import feature_update_codec
 from jobs.feature_writer.redis_store import read_rows
+from jobs.localstack.process import port_in_use
 from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import event_codec, recommendation_codec, request_codec
@@ -141,12 +142,7 @@ def log_says(part: Part, marker: str) -> Callable[[], bool]:
 
 
 def port_open(port: int) -> Callable[[], bool]:
-    def check() -> bool:
-        with socket.socket() as sock:
-            sock.settimeout(0.5)
-            return sock.connect_ex(("127.0.0.1", port)) == 0
-
-    return check
+    return lambda: port_in_use("127.0.0.1", port)
 
 
 def wait_for_answers(

@@ -179,23 +179,34 @@ def read_rows(
     """
     spec = view_spec(view)
     names = list(spec.feature_names if features is None else features)
+    pipe = client.pipeline(transaction=False)
+    queue_row_reads(pipe, spec, entity_ids, names, project)
+    replies: list[list[bytes | None]] = pipe.execute()
+    return [decode_reply(spec, names, reply, timestamp_field) for reply in replies]
+
+
+def queue_row_reads(
+    pipe: Any, spec: ViewSpec, entity_ids: Sequence[int], names: Sequence[str], project: str
+) -> None:
+    """Queue one HMGET per entity of ``names`` and the row timestamp; decode with decode_reply."""
     fields = [spec.field_hashes[name] for name in names]
     fields.append(spec.ts_field)
-    pipe = client.pipeline(transaction=False)
     for entity_id in entity_ids:
         # redis-py's stubs say str, but keys are bytes here (and redis-py takes bytes).
-        pipe.hmget(spec.redis_key(entity_id, project), fields)  # type: ignore[arg-type]
-    replies: list[list[bytes | None]] = pipe.execute()
-    return [_row_of(spec, names, reply, timestamp_field) for reply in replies]
+        pipe.hmget(spec.redis_key(entity_id, project), fields)
 
 
-def _row_of(
-    spec: ViewSpec, names: list[str], reply: list[bytes | None], timestamp_field: str | None
+def decode_reply(
+    spec: ViewSpec,
+    names: Sequence[str],
+    reply: list[bytes | None],
+    timestamp_field: str | None = None,
 ) -> dict[str, Any] | None:
+    """One HMGET reply of queue_row_reads as Feast returns it; None where there is no row."""
     ts_ns = decode_timestamp_ns(reply[-1])
     if ts_ns is None:
         return None
-    row = decode_row(spec, names, reply[:-1])
+    row = decode_row(spec, list(names), reply[:-1])
     if timestamp_field is not None:
         row[timestamp_field] = ts_ns // 1_000_000
     return row

@@ -18,12 +18,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from inference.ranking.contract import SEQ_LEN
+from inference.ranking.contract import (
+    CATEGORIES_FILE,
+    EMBEDDINGS_FILE,
+    MANIFEST_FILE,
+    POPULAR_FILE,
+    SEQ_LEN,
+    VOCAB_FILE,
+)
 from jobs.ranker.export import export_all
 from jobs.ranker.model import DIN, DINConfig
 from jobs.ranker.samples import Catalog
 
-MANIFEST = "manifest.json"
+MANIFEST = MANIFEST_FILE
 METRICS = "metrics.json"
 POPULAR_LIMIT = 1000
 
@@ -49,12 +56,12 @@ def write_model_files(directory: Path, model: DIN, catalog: Catalog) -> dict[str
     """Weights, config, the three ONNX variants and the worker's item tables."""
     torch.save(model.state_dict(), directory / "model.pt")
     model.config.save(directory / "model_config.json")
-    catalog.vocab.save(directory / "vocab.npz")
+    catalog.vocab.save(directory / VOCAB_FILE)
     embeddings = model.item_embedding.weight.detach().numpy().astype(np.float32)
-    np.save(directory / "item_embeddings.npy", embeddings)
-    np.save(directory / "item_categories.npy", catalog.item_category.astype(np.int64))
+    np.save(directory / EMBEDDINGS_FILE, embeddings)
+    np.save(directory / CATEGORIES_FILE, catalog.item_category.astype(np.int64))
     popular = catalog.popular_raw_items(POPULAR_LIMIT)
-    (directory / "popular_items.json").write_text(json.dumps(popular))
+    (directory / POPULAR_FILE).write_text(json.dumps(popular))
     return export_all(model, directory)
 
 
