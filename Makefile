@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status test test-unit lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status test test-unit flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e
 
@@ -15,10 +15,8 @@ help: ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,flink,worker,triton,train,drift]'
-	# apache-beam (apache-flink's Python UDF runtime) caps grpcio below 1.66, while
-	# tritonclient's generated gRPC stubs need 1.67.1. The feature job's functions
-	# are Java, so Beam's gRPC harness never runs; the Flink tests run on this pin.
+	$(PY) -m pip install -q -e '.[dev,flink,writer,worker,triton,train,drift]'
+	# One environment for every role; the grpcio pin is explained in pyproject.toml.
 	$(PY) -m pip install -q 'grpcio==1.67.1'
 	touch $@
 
@@ -47,6 +45,9 @@ browser: ## install Debian's chromium for the report render test (root, when mis
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
 		|| echo "chromium missing and not root: the render test will be skipped"; }
+
+flake-check: $(STAMP) ## make test RUNS times (default 5) under load from bench-ingest; one line per run
+	RUNS=$${RUNS:-5} tests/support/flake_runs.sh
 
 test-unit: $(STAMP) ## unit tests only (no services)
 	$(PY) -m pytest -m "not integration"
@@ -81,6 +82,8 @@ features: $(STAMP) ## run the streaming feature job locally (mini-cluster) again
 	$(PY) -m jobs.features
 
 features-cluster: $(STAMP) ## submit the feature job to the stack's Flink cluster (flink run)
+	STREAMREC_FLINK_JOBMANAGER=$${STREAMREC_FLINK_JOBMANAGER:-127.0.0.1:$${STREAMREC_FLINK_REST_PORT:-8081}} \
+	FLINK_CONF_DIR=$${FLINK_CONF_DIR:-$${STREAMREC_STACK_HOME:-.stack}/flink-jobmanager/conf} \
 	$(PY) -m jobs.features.submit
 
 feature-writer: $(STAMP) ## run the feature writer (changelog -> Feast online store)

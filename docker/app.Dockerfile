@@ -15,8 +15,8 @@ COPY jobs ./jobs
 COPY inference ./inference
 COPY feature_repo ./feature_repo
 
-# The worker and drift roles; training and Flink have images of their own.
-ARG EXTRAS=worker,drift
+# The worker, feature-writer and drift roles; training and Flink have images of their own.
+ARG EXTRAS=worker,writer,drift
 RUN pip install --no-cache-dir ".[${EXTRAS}]"
 
 # Unprivileged at run time; reports and artifacts come in as volumes.

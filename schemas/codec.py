@@ -20,6 +20,7 @@ from schemas.errors import (
     OversizedRecord,
     SchemaViolation,
 )
+from schemas.features import FeatureUpdate
 from schemas.records import (
     BehaviorEvent,
     DeadLetter,
@@ -129,3 +130,13 @@ def drift_codec(**overrides: Any) -> RecordCodec[DriftAlert]:
 def dead_letter_codec(**overrides: Any) -> RecordCodec[DeadLetter]:
     # Base64 grows the original by a third; the broker's own limit is the real bound.
     return RecordCodec(DeadLetter, max_bytes=8 * 1024 * KIB, **overrides)
+
+
+# A category's top items or a user's window may carry a few hundred packed strings.
+FEATURE_UPDATE_MAX_BYTES = 256 * KIB
+
+
+def feature_update_codec(**overrides: Any) -> RecordCodec[FeatureUpdate]:
+    """The ``feature-updates`` changelog: the tagged union of :mod:`schemas.features`."""
+    settings: dict[str, Any] = {"max_bytes": FEATURE_UPDATE_MAX_BYTES} | overrides
+    return RecordCodec(FeatureUpdate, time_fields=("latest_ts", "window_end"), **settings)

@@ -9,12 +9,25 @@ array of strings but not an array of rows; :func:`unpack_events` undoes it.
 
 from __future__ import annotations
 
+import typing
 from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
 from schemas.records import Behavior, CategoryId, EpochMillis, ItemId, UserId
+
+
+def stored(online_name: str | None = None) -> Meta:
+    """Marks a changelog field the writer stores as an online feature, as it is.
+
+    The online views (:mod:`schemas.views`) take these fields from the rows'
+    annotations, so a new pass-through feature is one annotated field here
+    plus its computation in the feature job. ``online_name`` renames it in the
+    store (the user window's counts are ``pv_count``, ...).
+    """
+    return Meta(extra={"online": online_name or True})
+
 
 Count = Annotated[int, Meta(ge=0)]
 TS_DIGITS = 13
@@ -47,41 +60,45 @@ class UserWindow(msgspec.Struct, frozen=True, tag_field="view", tag="user_window
     """A user's exact event-time window: last N events in time order, counts by behaviour."""
 
     user_id: UserId
-    window_start: EpochMillis
+    window_start: Annotated[EpochMillis, stored()]
     window_end: EpochMillis
     events: list[str]
-    pv: Count
-    cart: Count
-    fav: Count
-    buy: Count
+    pv: Annotated[Count, stored("pv_count")]
+    cart: Annotated[Count, stored("cart_count")]
+    fav: Annotated[Count, stored("fav_count")]
+    buy: Annotated[Count, stored("buy_count")]
 
 
 class ItemWindow(msgspec.Struct, frozen=True, tag_field="view", tag="item_window"):
+    """An item's counts by behaviour in one event-time window."""
+
     item_id: ItemId
-    category_id: CategoryId
-    window_start: EpochMillis
+    category_id: Annotated[CategoryId, stored()]
+    window_start: Annotated[EpochMillis, stored()]
     window_end: EpochMillis
-    pv: Count
-    cart: Count
-    fav: Count
-    buy: Count
+    pv: Annotated[Count, stored()]
+    cart: Annotated[Count, stored()]
+    fav: Annotated[Count, stored()]
+    buy: Annotated[Count, stored()]
 
 
 class CategoryWindow(msgspec.Struct, frozen=True, tag_field="view", tag="category_window"):
     """A category's window counts and its top trending items (packed ``score:item``)."""
 
     category_id: CategoryId
-    window_start: EpochMillis
+    window_start: Annotated[EpochMillis, stored()]
     window_end: EpochMillis
-    pv: Count
-    cart: Count
-    fav: Count
-    buy: Count
+    pv: Annotated[Count, stored()]
+    cart: Annotated[Count, stored()]
+    fav: Annotated[Count, stored()]
+    buy: Annotated[Count, stored()]
     top_items: list[str]
 
 
 FeatureUpdate = UserRecentEvents | UserWindow | ItemWindow | CategoryWindow
-VIEW_TAGS: tuple[str, ...] = ("user_recent", "user_window", "item_window", "category_window")
+VIEW_TAGS: tuple[str, ...] = tuple(
+    str(row.__struct_config__.tag) for row in typing.get_args(FeatureUpdate)
+)
 
 # Trending score of an item in a window: stronger intent weighs more.
 TREND_WEIGHTS: dict[Behavior, int] = {"pv": 1, "fav": 2, "cart": 3, "buy": 4}

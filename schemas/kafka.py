@@ -8,7 +8,6 @@ secured clusters, librdkafka properties in ``STREAMREC_KAFKA_CONFIG``
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,30 +16,37 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-ENV_PREFIX = "STREAMREC_"
+from schemas.settings import ENV_PREFIX as ENV_PREFIX  # re-exported: roles import it from here
+from schemas.settings import Settings, setting
+from schemas.settings import parse_properties as parse_properties
+
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # Dead letters carry the original bytes base64-encoded: a third bigger than the
 # largest record the source topic accepts.
 DEAD_LETTER_MAX_BYTES = 8 * 1024 * 1024
-_SECRET_MARKERS = ("password", "secret", "key")
 
 
 @dataclass(frozen=True)
-class KafkaSettings:
-    """Where the brokers are and how to talk to them."""
+class KafkaSettings(Settings):
+    """Where the brokers are and how to talk to them (a group in every role's settings)."""
 
-    bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
-    extra: Mapping[str, str] = field(default_factory=dict)
+    bootstrap_servers: str = setting(
+        DEFAULT_BOOTSTRAP_SERVERS,
+        env="STREAMREC_KAFKA_BOOTSTRAP_SERVERS",
+        help="Kafka bootstrap servers",
+    )
+    # Secret: SASL passwords and JAAS configs travel here; describe() masks them.
+    extra: Mapping[str, str] = setting(
+        env="STREAMREC_KAFKA_CONFIG",
+        flag="--kafka-config",
+        help="librdkafka properties, name=value,name=value (e.g. security.protocol=SASL_SSL)",
+        secret=True,
+        default_factory=dict,
+    )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> KafkaSettings:
-        env = os.environ if environ is None else environ
-        return cls(
-            bootstrap_servers=env.get(
-                ENV_PREFIX + "KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP_SERVERS
-            ),
-            extra=parse_properties(env.get(ENV_PREFIX + "KAFKA_CONFIG", "")),
-        )
+        return cls.load(environ)
 
     def client_config(self, **overrides: Any) -> dict[str, Any]:
         """librdkafka configuration: bootstrap, the extra properties, then ``overrides``."""
@@ -48,24 +54,7 @@ class KafkaSettings:
         config.update({key.replace("_", "."): value for key, value in overrides.items()})
         return config
 
-    def describe(self) -> str:
-        """A loggable summary with secrets masked."""
-        shown = {
-            key: "***" if any(marker in key for marker in _SECRET_MARKERS) else value
-            for key, value in self.extra.items()
-        }
-        return f"bootstrap.servers={self.bootstrap_servers} extra={shown}"
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """``a=1,b=2`` to ``{"a": "1", "b": "2"}``; refuses entries without ``=``."""
-    properties: dict[str, str] = {}
-    for entry in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = entry.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"Kafka property {entry!r} is not of the form name=value")
-        properties[name.strip()] = value.strip()
-    return properties
+    # describe() comes from Settings: the extra properties go through mask_properties.
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ class TritonServer:
         return version
 
 
-def _distinct_free_ports(count: int) -> list[int]:
+def distinct_free_ports(count: int) -> list[int]:
     ports: set[int] = set()
     while len(ports) < count:
         ports.add(free_port())
@@ -127,7 +127,7 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     artifacts = write_serving_artifacts(root / "small-artifacts")
     models = root / "models"
     repository.publish(artifacts, models)
-    http, grpc, metrics = _distinct_free_ports(3)
+    http, grpc, metrics = distinct_free_ports(3)
     settings = StackSettings(
         home=root / "home",
         cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
@@ -148,3 +148,30 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         )
     finally:
         local.down(["triton"])
+
+
+# The only reason a test may skip: it needs a GPU, which CI never has. Any other
+# skip fails the run (see tests/support/requirements.py for what to install).
+ALLOWED_SKIP_REASON = "GPU"
+
+
+def unexpected_skips(reports: list[pytest.TestReport]) -> list[str]:
+    """``nodeid: reason`` of each skip whose reason is not the allowed one."""
+    found = []
+    for report in reports:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if ALLOWED_SKIP_REASON not in reason:
+            found.append(f"{report.nodeid}: {reason}")
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    unexpected = unexpected_skips(reporter.stats.get("skipped", []))
+    if unexpected:
+        reporter.write_sep("=", "unexpected skips (only GPU checks may skip)", red=True)
+        for line in unexpected:
+            reporter.write_line(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -1,4 +1,4 @@
-"""`python -m inference.serving publish|rollout|load|rollback|status`."""
+"""``streamrec-serving publish|rollout|load|rollback|status``."""
 
 from __future__ import annotations
 
@@ -7,45 +7,34 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from inference.serving import control, repository
 from inference.serving.errors import ServingError
 from inference.serving.settings import MODELS, ServingSettings
 
 
-def build_parser(settings: ServingSettings) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m inference.serving",
+        prog="streamrec-serving",
         description="Publish ranker versions into a Triton model repository and swap the served "
-        "version with no failed request (explicit model control). Settings: "
-        "STREAMREC_TRITON_MODEL_REPOSITORY (default .stack/models), STREAMREC_TRITON_HTTP_URL "
-        "or STREAMREC_TRITON_HTTP_PORT (default 8000), STREAMREC_TRITON_MODEL (default "
-        "ranker_python), STREAMREC_MODEL_DIR (default .cache/ranker).",
+        "version with no failed request (explicit model control). Every flag defaults to its "
+        "environment variable (in brackets).",
     )
-    parser.add_argument(
-        "--repository",
-        type=Path,
-        default=settings.repository,
-        help=f"model repository (default {settings.repository})",
-    )
-    parser.add_argument(
-        "--url",
-        default=settings.http_url,
-        help=f"Triton's HTTP endpoint (default {settings.http_url})",
-    )
+    ServingSettings.add_flags(parser)
     commands = parser.add_subparsers(dest="command", required=True)
     publish = commands.add_parser(
         "publish",
         help="copy an artifacts directory's served model into the next version "
         "of every model (does not change what Triton serves)",
     )
+    # The subcommands' own spellings of --artifacts-dir and --model: SUPPRESS leaves
+    # the value of the global flag (or the environment) when they are not given.
     publish.add_argument(
-        "artifacts",
+        "artifacts_dir",
+        metavar="artifacts",
         nargs="?",
-        type=Path,
-        default=settings.artifacts_dir,
-        help=f"artifacts directory (default {settings.artifacts_dir})",
+        default=argparse.SUPPRESS,
+        help="artifacts directory (default: --artifacts-dir)",
     )
     publish.add_argument(
         "--models",
@@ -62,9 +51,9 @@ def build_parser(settings: ServingSettings) -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text, description=text)
         sub.add_argument(
             "--model",
-            default=settings.model,
+            default=argparse.SUPPRESS,
             choices=MODELS,
-            help=f"model to act on (default {settings.model})",
+            help="model to act on (default: the global --model)",
         )
         if name in ("rollout", "load"):
             sub.add_argument("--version", type=int, default=None, help="version to serve")
@@ -72,24 +61,24 @@ def build_parser(settings: ServingSettings) -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
-    settings = ServingSettings.from_env()
-    args = build_parser(settings).parse_args(argv)
+    args = build_parser().parse_args(argv)
+    settings = ServingSettings.from_env(args=args)
     if args.command == "publish":
         models = [name.strip() for name in args.models.split(",") if name.strip()]
-        number = repository.publish(args.artifacts, args.repository, models)
+        number = repository.publish(settings.artifacts_dir, settings.repository, models)
         print(
-            f"published {args.artifacts} as version {number} of {', '.join(models)} "
-            f"in {args.repository}"
+            f"published {settings.artifacts_dir} as version {number} of {', '.join(models)} "
+            f"in {settings.repository}"
         )
         return 0
-    triton = control.TritonControl(args.url)
-    model_dir = args.repository / args.model
+    triton = control.TritonControl(settings.http_url)
+    model_dir = settings.repository / settings.model
     if args.command in ("rollout", "load"):
         served = control.rollout(triton, model_dir, args.version)
-        print(f"{args.model}: serving version {served}")
+        print(f"{settings.model}: serving version {served}")
     elif args.command == "rollback":
         served = control.rollback(triton, model_dir)
-        print(f"{args.model}: rolled back to version {served}")
+        print(f"{settings.model}: rolled back to version {served}")
     else:
         print(json.dumps(control.describe(triton, model_dir), indent=2))
     return 0

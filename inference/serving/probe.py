@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from inference.ranking.contract import (
+from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,

@@ -20,10 +20,10 @@ from typing import Any
 from google.protobuf import json_format, text_format  # type: ignore[import-untyped]
 from tritonclient.grpc import model_config_pb2  # type: ignore[import-untyped]
 
-from inference.ranking.contract import MANIFEST_FILE as MANIFEST
 from inference.serving.errors import PublishError
 from inference.serving.settings import MODELS, TEMPLATE_REPOSITORY
-from jobs.localstack.flink_connectors import file_lock
+from schemas.files import file_lock
+from schemas.ranking import MANIFEST_FILE as MANIFEST
 
 CONFIG = "config.pbtxt"
 PYTHON_MODEL = "model.py"

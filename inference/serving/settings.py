@@ -1,13 +1,22 @@
-"""Where the model repository is and how to reach Triton, read once from the environment."""
+"""Where the model repository is and how to reach Triton: environment, then flags."""
 
 from __future__ import annotations
 
-import os
+import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inference.serving.errors import ServingError
+from schemas.settings import (
+    DEFAULT_MODEL_DIR,
+    DEFAULT_STACK_HOME,
+    MODEL_DIR_ENV,
+    STACK_HOME_ENV,
+    Settings,
+    setting,
+    stack_home,
+)
 
 # The committed layout: config.pbtxt per model and the python backend's model.py.
 TEMPLATE_REPOSITORY = Path(__file__).resolve().parents[1] / "model_repository"
@@ -15,32 +24,55 @@ MODELS = ("ranker", "ranker_python")
 
 
 @dataclass(frozen=True)
-class ServingSettings:
+class ServingSettings(Settings):
     """The repository Triton serves, its HTTP endpoint, and the model the commands act on."""
 
-    repository: Path
-    http_url: str = "http://127.0.0.1:8000"
-    model: str = "ranker_python"
-    artifacts_dir: Path = Path(".cache/ranker")
+    error = ServingError
+
+    repository: Path = setting(
+        DEFAULT_STACK_HOME / "models",
+        env="STREAMREC_TRITON_MODEL_REPOSITORY",
+        help="model repository",
+        shown=f"${STACK_HOME_ENV}/models, else {DEFAULT_STACK_HOME / 'models'}",
+    )
+    http_port: int = setting(8000, env="STREAMREC_TRITON_HTTP_PORT", help="Triton's HTTP port")
+    # Empty: Triton on this host at http_port (what the local stack starts).
+    http_url: str = setting(
+        "",
+        env="STREAMREC_TRITON_HTTP_URL",
+        flag="--url",
+        help="Triton's HTTP endpoint",
+        shown="http://127.0.0.1:<http port>",
+    )
+    # The local binary serves only the python backend, so that is the default here.
+    model: str = setting(
+        "ranker_python", env="STREAMREC_TRITON_MODEL", help=f"model to act on ({', '.join(MODELS)})"
+    )
+    artifacts_dir: Path = setting(
+        DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="trained ranker that publish copies"
+    )
+
+    def __post_init__(self) -> None:
+        if not 0 < self.http_port < 65536:
+            raise ServingError(f"{self.variable('http_port')}={self.http_port} is not a port")
+        if self.model not in MODELS:
+            known = ", ".join(MODELS)
+            raise ServingError(f"{self.variable('model')}={self.model!r}; known: {known}")
+        if not self.http_url:  # derived once here, so every reader sees the same URL
+            object.__setattr__(self, "http_url", f"http://127.0.0.1:{self.http_port}")
 
     @classmethod
     def from_env(
-        cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None
+        cls,
+        environ: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        args: argparse.Namespace | None = None,
     ) -> ServingSettings:
-        env = os.environ if environ is None else environ
+        """Settings with paths made absolute against ``cwd`` (default: the current folder)."""
         base = Path.cwd() if cwd is None else cwd
-        home = Path(env.get("STREAMREC_STACK_HOME") or base / ".stack")
-        repository = env.get("STREAMREC_TRITON_MODEL_REPOSITORY") or str(home / "models")
-        port = env.get("STREAMREC_TRITON_HTTP_PORT", "").strip() or "8000"
-        if not port.isdigit():
-            raise ServingError(f"STREAMREC_TRITON_HTTP_PORT={port!r} is not a port number")
-        # The local binary serves only the python backend, so that is the default here.
-        model = env.get("STREAMREC_TRITON_MODEL") or "ranker_python"
-        if model not in MODELS:
-            raise ServingError(f"STREAMREC_TRITON_MODEL={model!r}; known: {', '.join(MODELS)}")
-        return cls(
-            repository=(base / repository).resolve(),
-            http_url=env.get("STREAMREC_TRITON_HTTP_URL") or f"http://127.0.0.1:{port}",
-            model=model,
-            artifacts_dir=(base / (env.get("STREAMREC_MODEL_DIR") or ".cache/ranker")).resolve(),
+        loaded = cls.load(environ, args, repository=stack_home(environ) / "models")
+        return replace(
+            loaded,
+            repository=(base / loaded.repository).resolve(),
+            artifacts_dir=(base / loaded.artifacts_dir).resolve(),
         )

@@ -1,4 +1,4 @@
-"""``python -m inference.worker``: the inference worker (see ``--help``)."""
+"""``streamrec-worker`` (``python -m inference.worker``): the inference worker (``--help``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Feast's ``get_online_features`` costs tens of milliseconds for many entities;
 these reads queue every entity of a micro-batch in one Redis pipeline and decode
-the same bytes Feast would (``jobs.feature_writer.feast_format``), so they return
+the same bytes Feast would (``schemas.online.feast_format``), so they return
 exactly what ``get_online_features`` returns (a test proves it). A batch takes
 three round trips, each depending on the one before: the users' rows; the trends
 of their recent categories; the candidates' item rows and stock.
@@ -16,14 +16,14 @@ from typing import Any
 
 import redis
 
-from inference.ranking.contract import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
-from jobs.feature_writer.feast_format import ViewSpec
-from jobs.feature_writer.redis_store import decode_reply, queue_row_reads
-from jobs.feature_writer.views import (
+from schemas.online.redis_store import decode_reply, queue_row_reads
+from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
+from schemas.views import (
     CATEGORY_TRENDS,
     ITEM_TRENDS,
     USER_CLICK_WINDOW,
     USER_RECENT_CLICKS,
+    ViewSpec,
 )
 
 Row = dict[str, Any]

@@ -1,4 +1,4 @@
-"""The ranker's input tensors for a group of users (pure), per ``inference.ranking.contract``.
+"""The ranker's input tensors for a group of users (pure), per ``schemas.ranking``.
 
 Users of one request are padded to a common candidate count C (pad index 0,
 zero dense features); :func:`split_scores` drops the padding again.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import (
+from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,

@@ -9,14 +9,25 @@ means "everything in stock". Update it from any producer with :func:`mark` or
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import redis
 
-from schemas.kafka import ENV_PREFIX
+from schemas.settings import Settings, redis_url_setting, setting
+from schemas.views import PROJECT
 
-DEFAULT_PROJECT = "streamrec"
+DEFAULT_PROJECT = PROJECT
+
+
+@dataclass(frozen=True)
+class InventorySettings(Settings):
+    """The Redis and Feast project the worker reads, from the worker's variables."""
+
+    redis_url: str = redis_url_setting()
+    project: str = setting(
+        PROJECT, env="STREAMREC_WORKER_PROJECT", help="Feast project the worker reads"
+    )
 
 
 def inventory_key(project: str = DEFAULT_PROJECT) -> str:
@@ -52,21 +63,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=int, nargs="*", default=[], help="item ids now out of stock")
     parser.add_argument("--back", type=int, nargs="*", default=[], help="item ids back in stock")
     parser.add_argument("--list", action="store_true", help="print the out-of-stock items")
-    parser.add_argument(
-        "--redis-url",
-        default=os.environ.get(ENV_PREFIX + "REDIS_URL", "redis://127.0.0.1:6379/0"),
-        help="[STREAMREC_REDIS_URL]",
-    )
-    parser.add_argument(
-        "--project",
-        default=os.environ.get(ENV_PREFIX + "WORKER_PROJECT", DEFAULT_PROJECT),
-        help="[STREAMREC_WORKER_PROJECT] Feast project the worker reads",
-    )
+    InventorySettings.add_flags(parser)
     args = parser.parse_args(argv)
-    client = redis.Redis.from_url(args.redis_url)
-    mark(client, args.out, args.back, args.project)
+    settings = InventorySettings.load(None, args)
+    client = redis.Redis.from_url(settings.redis_url)
+    mark(client, args.out, args.back, settings.project)
     if args.list:
-        print(" ".join(str(i) for i in sorted(out_of_stock(client, args.project))))
+        print(" ".join(str(i) for i in sorted(out_of_stock(client, settings.project))))
     return 0
 
 

@@ -17,7 +17,6 @@ import numpy as np
 import numpy.typing as npt
 import redis
 
-from inference.ranking.contract import ITEM_DENSE_FEATURES
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.features import (
     FeatureReader,
@@ -39,6 +38,7 @@ from inference.worker.recall import (
 )
 from inference.worker.scoring import Breaker
 from inference.worker.settings import WorkerSettings
+from schemas.ranking import ITEM_DENSE_FEATURES
 from schemas.records import RecRequest
 
 logger = logging.getLogger(__name__)

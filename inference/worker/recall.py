@@ -16,7 +16,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import FIRST_ID_INDEX
+from schemas.ranking import FIRST_ID_INDEX
 from schemas.records import Route
 
 ROUTE_ORDER: tuple[Route, ...] = ("request", "embedding", "trend", "popular")

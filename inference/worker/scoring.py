@@ -14,11 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+import grpc  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import INPUT_NAMES, SCORES
 from inference.worker.errors import RankerTimeout, RankerUnavailable
+from schemas.ranking import INPUT_NAMES, MANIFEST_FILE, SCORES
 
 Inputs = dict[str, npt.NDArray[np.generic]]
 _TRITON_DTYPES: dict[np.dtype[np.generic], str] = {
@@ -88,8 +89,10 @@ class TritonScorer:
                 if "DEADLINE_EXCEEDED" in status or "Deadline" in str(exc):
                     raise RankerTimeout(f"Triton gave no answer in {self._timeout_s} s") from exc
                 raise RankerUnavailable(f"Triton: {exc}") from exc
-            except Exception as exc:  # grpc's own errors when the channel is down
+            except (grpc.RpcError, OSError) as exc:  # the channel itself failing
                 raise RankerUnavailable(f"Triton: {exc!r}") from exc
+            # Anything else is a bug in this client (a wrong dtype, a bad shape): it
+            # propagates, so it is never mistaken for an outage and papered over.
             finally:
                 self.inflight -= 1
         scores = result.as_numpy(SCORES)
@@ -108,7 +111,7 @@ class OnnxScorer:
     def __init__(self, model_dir: Path, threads: int = 0) -> None:
         import onnxruntime as ort  # type: ignore[import-untyped]
 
-        manifest_path = model_dir / "manifest.json"
+        manifest_path = model_dir / MANIFEST_FILE
         manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
         served = str(manifest.get("served_file", "model.onnx"))
         options = ort.SessionOptions()

@@ -1,128 +1,152 @@
 """The worker's one frozen settings object: environment first, command-line flags over it.
 
-Kafka comes from :meth:`schemas.kafka.KafkaSettings.from_env`; everything else from
-``STREAMREC_*`` variables (listed by ``python -m inference.worker --help``).
+Every field is read the way :mod:`schemas.settings` reads them; ``streamrec-worker
+--help`` lists each variable with its default.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from inference.worker.errors import SettingsError
-from schemas.kafka import ENV_PREFIX, KafkaSettings
+from schemas.kafka import KafkaSettings
+from schemas.settings import (
+    DEFAULT_MODEL_DIR,
+    ENV_PREFIX,
+    MODEL_DIR_ENV,
+    Settings,
+    group,
+    redis_url_setting,
+    setting,
+    variables,
+)
 from schemas.topics import REC_REQUESTS, RECOMMENDATIONS
+from schemas.views import PROJECT
 
 WORKER_PREFIX = ENV_PREFIX + "WORKER_"
 SCORERS = ("triton", "onnx")
+LOG_LEVEL_ENV = ENV_PREFIX + "LOG_LEVEL"
 
 
 @dataclass(frozen=True)
-class WorkerSettings:
+class WorkerSettings(Settings):
     """Where requests come from and answers go, where features and the ranker are, and limits."""
 
-    kafka: KafkaSettings = field(default_factory=KafkaSettings)
-    requests_topic: str = REC_REQUESTS
-    output_topic: str = RECOMMENDATIONS
-    group_id: str = "streamrec-worker"
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    error = SettingsError
+
+    kafka: KafkaSettings = group(KafkaSettings)
+    requests_topic: str = setting(
+        REC_REQUESTS, env="STREAMREC_WORKER_REQUESTS_TOPIC", help="topic of recommendation requests"
+    )
+    output_topic: str = setting(
+        RECOMMENDATIONS, env="STREAMREC_WORKER_OUTPUT_TOPIC", help="topic the answers go to"
+    )
+    group_id: str = setting(
+        "streamrec-worker", env="STREAMREC_WORKER_GROUP_ID", help="consumer group"
+    )
+    # Shared names without the WORKER_ part: every process reads the same variable.
+    redis_url: str = redis_url_setting()
     # The Feast project of feature_store.yaml; online keys are namespaced by it.
-    project: str = "streamrec"
-    triton_url: str = "127.0.0.1:8001"
-    triton_model: str = "ranker"
-    model_dir: Path = Path(".cache/ranker")
+    project: str = setting(PROJECT, env="STREAMREC_WORKER_PROJECT", help="Feast project")
+    triton_url: str = setting(
+        "127.0.0.1:8001", env="STREAMREC_TRITON_URL", help="Triton gRPC host:port"
+    )
+    triton_model: str = setting(
+        "ranker", env="STREAMREC_TRITON_MODEL", help="served model (ranker_python locally)"
+    )
+    model_dir: Path = setting(
+        DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="the trained ranker's folder (vocab, recall)"
+    )
     # triton = the served ranker; onnx = the same ONNX file in process (the benchmark's ceiling).
-    scorer: str = "triton"
-    batch_size: int = 128
-    batch_timeout_ms: int = 5
+    scorer: str = setting(
+        "triton", env="STREAMREC_WORKER_SCORER", help=f"one of {', '.join(SCORERS)}"
+    )
+    batch_size: int = setting(128, env="STREAMREC_WORKER_BATCH_SIZE", help="requests per batch")
+    batch_timeout_ms: int = setting(
+        5, env="STREAMREC_WORKER_BATCH_TIMEOUT_MS", help="wait after a batch's first request"
+    )
     # Users per Triton request; a micro-batch is split into chunks sent concurrently.
-    users_per_request: int = 16
-    max_inflight: int = 4
-    triton_timeout_ms: int = 1000
-    redis_timeout_ms: int = 200
+    users_per_request: int = setting(
+        16, env="STREAMREC_WORKER_USERS_PER_REQUEST", help="users per Triton request"
+    )
+    max_inflight: int = setting(
+        4, env="STREAMREC_WORKER_MAX_INFLIGHT", help="Triton requests in flight"
+    )
+    triton_timeout_ms: int = setting(
+        1000, env="STREAMREC_WORKER_TRITON_TIMEOUT_MS", help="Triton budget before the fallback"
+    )
+    redis_timeout_ms: int = setting(
+        200, env="STREAMREC_WORKER_REDIS_TIMEOUT_MS", help="Redis budget before the fallback"
+    )
     # After a failure the dependency is skipped (fallback) for this long, then probed again.
-    retry_after_ms: int = 1000
-    embedding_candidates: int = 40
-    trend_candidates: int = 40
-    popular_candidates: int = 50
-    max_candidates: int = 100
-    max_per_category: int = 3
-    exactly_once: bool = False
-    transactional_id: str = ""
-    metrics_port: int = 9108
+    retry_after_ms: int = setting(
+        1000, env="STREAMREC_WORKER_RETRY_AFTER_MS", help="skip a failed dependency this long"
+    )
+    embedding_candidates: int = setting(
+        40, env="STREAMREC_WORKER_EMBEDDING_CANDIDATES", help="recall: nearest items"
+    )
+    trend_candidates: int = setting(
+        40, env="STREAMREC_WORKER_TREND_CANDIDATES", help="recall: trending in the categories"
+    )
+    popular_candidates: int = setting(
+        50, env="STREAMREC_WORKER_POPULAR_CANDIDATES", help="recall: popular items"
+    )
+    max_candidates: int = setting(
+        100, env="STREAMREC_WORKER_MAX_CANDIDATES", help="candidates ranked per user"
+    )
+    max_per_category: int = setting(
+        3, env="STREAMREC_WORKER_MAX_PER_CATEGORY", help="diversity cap per answer"
+    )
+    exactly_once: bool = setting(
+        False, env="STREAMREC_WORKER_EXACTLY_ONCE", help="Kafka transactions"
+    )
+    transactional_id: str = setting(
+        "",
+        env="STREAMREC_WORKER_TRANSACTIONAL_ID",
+        help="stable id per instance with exactly-once",
+        shown="<group>-<pid>",
+    )
+    metrics_port: int = setting(
+        9108, env="STREAMREC_WORKER_METRICS_PORT", help="Prometheus /metrics (0 = off)"
+    )
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {"kafka": KafkaSettings.from_env(env)}
-        # Shared names without the WORKER_ part: every process reads the same variable.
-        shared = {
-            "redis_url": "REDIS_URL",
-            "triton_url": "TRITON_URL",
-            "triton_model": "TRITON_MODEL",
-            "model_dir": "MODEL_DIR",
-        }
-        for item in fields(cls):
-            if item.name == "kafka":
-                continue
-            name = ENV_PREFIX + shared[item.name] if item.name in shared else env_name(item.name)
-            if name in env and env[name].strip() != "":
-                values[item.name] = _convert(item.name, env[name].strip())
-        return cls(**values).validated()
-
-    def validated(self) -> WorkerSettings:
+    def __post_init__(self) -> None:
         positive = (
             "batch_size", "batch_timeout_ms", "users_per_request", "max_inflight",
             "triton_timeout_ms", "redis_timeout_ms", "max_candidates", "max_per_category",
         )  # fmt: skip
         for name in positive:
-            if getattr(self, name) < 1:
-                raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
+            if (value := getattr(self, name)) < 1:
+                raise SettingsError(f"{self.variable(name)} must be >= 1, got {value}")
         if self.scorer not in SCORERS:
-            raise SettingsError(f"scorer must be one of {SCORERS}, got {self.scorer!r}")
-        return self
+            raise SettingsError(
+                f"{self.variable('scorer')} must be one of {SCORERS}, got {self.scorer!r}"
+            )
+        if not 0 <= self.metrics_port < 65536:
+            raise SettingsError(f"{self.variable('metrics_port')}={self.metrics_port} is no port")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
+        return cls.load(environ)
 
     @property
     def effective_transactional_id(self) -> str:
         """One id per worker instance: a restarted instance fences its previous self."""
         return self.transactional_id or f"{self.group_id}-{os.getpid()}"
 
-    def describe(self) -> str:
-        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "kafka"}
-        shown["redis_url"] = _mask(self.redis_url)
-        return f"{self.kafka.describe()} " + " ".join(f"{k}={v}" for k, v in shown.items())
-
 
 def env_name(field_name: str) -> str:
-    return WORKER_PREFIX + field_name.upper()
-
-
-def _convert(name: str, text: str) -> Any:
-    kind = {f.name: f.type for f in fields(WorkerSettings)}[name]
-    converters: dict[str, Callable[[str], Any]] = {
-        "int": int,
-        "bool": lambda t: t.lower() in ("1", "true", "yes", "on"),
-        "Path": Path,
-        "str": str,
-    }
-    try:
-        return converters[str(kind)](text)
-    except ValueError:
-        raise SettingsError(f"{name}: cannot read {text!r} as {kind}") from None
-
-
-def _mask(url: str) -> str:
-    head, sep, tail = url.rpartition("@")
-    return f"{head.split('//')[0]}//***@{tail}" if sep else url
+    """The variable of a field (tools list what the worker reads with it)."""
+    return variables(WorkerSettings).get(field_name, WORKER_PREFIX + field_name.upper())
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m inference.worker",
+        prog="streamrec-worker",
         description=(
             "Consume recommendation requests from Kafka in micro-batches, read features from "
             "Redis (Feast's format), recall candidates (Faiss, category trends, the request, "
@@ -130,21 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
             "Every flag defaults to its environment variable (shown in brackets)."
         ),
     )
-    defaults = WorkerSettings()
-    for item in fields(WorkerSettings):
-        if item.name == "kafka":
-            continue
-        shared = {"redis_url", "triton_url", "triton_model", "model_dir"}
-        env = ENV_PREFIX + item.name.upper() if item.name in shared else env_name(item.name)
-        flag = "--" + item.name.replace("_", "-")
-        if str(item.type) == "bool":
-            parser.add_argument(flag, action="store_true", default=None, help=f"[{env}]")
-        else:
-            shown = getattr(defaults, item.name)
-            parser.add_argument(flag, default=None, help=f"[{env}] default {shown}")
+    WorkerSettings.add_flags(parser)
     parser.add_argument(
-        "--log-level", default=os.environ.get(ENV_PREFIX + "LOG_LEVEL", "INFO"),
-        help="[STREAMREC_LOG_LEVEL] logging level",
+        "--log-level", default=os.environ.get(LOG_LEVEL_ENV, "INFO"),
+        help=f"logging level [{LOG_LEVEL_ENV}, default INFO]",
     )  # fmt: skip
     return parser
 
@@ -153,13 +166,7 @@ def settings_from(
     args: argparse.Namespace, environ: Mapping[str, str] | None = None
 ) -> WorkerSettings:
     """The environment's settings with the flags that were given on top."""
-    base = WorkerSettings.from_env(environ)
-    given = {
-        item.name: _convert(item.name, str(getattr(args, item.name)))
-        for item in fields(WorkerSettings)
-        if item.name != "kafka" and getattr(args, item.name, None) is not None
-    }
-    return replace(base, **given).validated()
+    return WorkerSettings.load(environ, args)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

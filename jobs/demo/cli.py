@@ -1,4 +1,4 @@
-"""``python -m jobs.demo`` (``make demo``): the whole loop on real data.
+"""``streamrec-demo`` (``make demo``): the whole loop on real data.
 
 1. A ranker: the one in ``STREAMREC_MODEL_DIR`` (default ``.cache/ranker``), or
    one trained now on the Taobao 9-day file (``make train``), with its drift
@@ -19,9 +19,9 @@ Exits 1 if an event or request was lost, duplicated or dead-lettered.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
@@ -50,13 +50,23 @@ from jobs.demo.shown import shown_lines
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import compare
+from schemas.settings import DEFAULT_MODEL_DIR, MODEL_DIR_ENV, Settings, setting
 
 VIEWS = {"user_recent", "user_window", "item_window", "category_window"}
 
 
+@dataclass(frozen=True)
+class DemoSettings(Settings):
+    """The ranker the demo serves; the run's own knobs are plain flags."""
+
+    model_dir: Path = setting(
+        DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="the ranker (trained here when missing)"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m jobs.demo",
+        prog="streamrec-demo",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -69,11 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         help="replay pace: event time × speed (0 = as fast as possible)",
     )
     parser.add_argument("--limit", type=int, help="replay only the first N events")
-    parser.add_argument(
-        "--model-dir",
-        type=Path,
-        default=Path(os.environ.get("STREAMREC_MODEL_DIR", ".cache/ranker")),
-    )
+    DemoSettings.add_flags(parser)
     parser.add_argument(
         "--answer-timeout",
         type=float,
@@ -92,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         speed=args.speed,
         limit=args.limit,
     )
-    model_dir = args.model_dir.resolve()
+    model_dir = DemoSettings.load(None, args).model_dir.resolve()
     ensure_model(model_dir)
     events = list(read_dataset(options.dataset, options.path, RowAudit()))[: args.limit]
     log_dir = StackSettings.from_env().home / "demo" / run_id

@@ -21,14 +21,13 @@ import redis
 
 from jobs.demo.outcome import Answered, Asked
 from jobs.demo.processes import Part
-from jobs.feature_writer.codec import feature_update_codec
-from jobs.feature_writer.redis_store import read_rows
 from jobs.localstack.process import port_in_use
 from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
-from schemas.codec import event_codec, recommendation_codec, request_codec
+from schemas.codec import event_codec, feature_update_codec, recommendation_codec, request_codec
 from schemas.features import view_of
 from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
+from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 

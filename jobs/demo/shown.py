@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis
 
 from jobs.demo.outcome import Answered
-from jobs.feature_writer.redis_store import read_rows
+from schemas.online.redis_store import read_rows
 
 SHOWN = 3
 ITEMS_SHOWN = 5

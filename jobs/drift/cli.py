@@ -1,4 +1,4 @@
-"""``python -m jobs.drift``: the drift watch, and ``reference`` to build its reference."""
+"""``streamrec-drift``: the drift watch, and ``reference`` to build its reference."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -16,15 +16,16 @@ from typing import Any
 from confluent_kafka import Producer
 
 from jobs.drift.check import CheckResult
+from jobs.drift.errors import SettingsError
 from jobs.drift.loop import DriftLoop, Source
 from jobs.drift.metrics import DriftMetrics, serve
 from jobs.drift.reference import load_reference
 from jobs.drift.reference_cli import add_reference_parser, run_reference
-from jobs.drift.settings import DRIFT_PREFIX, MODEL_DIR_ENV, DriftSettings, from_env
-from jobs.feature_writer.codec import feature_update_codec
-from schemas.codec import recommendation_codec
+from jobs.drift.settings import DriftSettings
+from schemas.codec import feature_update_codec, recommendation_codec
 from schemas.consumer import RecordConsumer
 from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.settings import variables_help
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("jobs.drift")
@@ -103,12 +104,14 @@ def run_watch(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m jobs.drift",
+        prog="streamrec-drift",
         description="Watch the feature changelog (and recommendation scores) for drift "
         "against the reference saved with the model, with Evidently. Each check publishes "
         "one DriftAlert, updates Prometheus gauges and writes an HTML and JSON report. "
-        f"Every setting also reads {DRIFT_PREFIX}<NAME> (e.g. {DRIFT_PREFIX}WINDOW_ROWS), "
-        f"{MODEL_DIR_ENV} and STREAMREC_KAFKA_BOOTSTRAP_SERVERS.",
+        "`watch` is the default command; its flags default to the variables below.",
+        # The watch's flags live on its subcommand: list its variables here too.
+        epilog=variables_help(DriftSettings),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--log-level", default="INFO")
     commands = parser.add_subparsers(dest="command")
@@ -119,49 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_watch_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bootstrap-servers", help="Kafka bootstrap servers")
-    parser.add_argument("--features-topic", help="feature changelog topic (feature-updates)")
-    parser.add_argument("--recommendations-topic", help="scores topic; '' to skip scores")
-    parser.add_argument("--alerts-topic", help="where DriftAlerts go (feature-drift)")
-    parser.add_argument("--group-id", help="consumer group (streamrec-drift)")
-    parser.add_argument("--reference", type=Path, help="reference parquet (model dir's)")
-    parser.add_argument("--reports-dir", type=Path, help="report folder (reports/drift)")
-    parser.add_argument("--keep-reports", type=int, help="reports kept (20)")
-    parser.add_argument("--window-rows", type=int, help="rows that close a window (0 = off)")
-    parser.add_argument("--window-seconds", type=float, help="seconds that close one (0 = off)")
-    parser.add_argument("--sample-rows", type=int, help="rows judged per window at most")
-    parser.add_argument("--min-rows", type=int, help="fewer rows: insufficient_data")
-    parser.add_argument("--metrics-port", type=int, help="Prometheus port (9109; 0 = off)")
+    DriftSettings.add_flags(parser)
     parser.add_argument("--max-checks", type=int, help="stop after this many checks")
     parser.add_argument(
         "--idle-seconds", type=float, help="check what is left and stop after this long idle"
     )
 
 
-_FLAG_FIELDS = (
-    "features_topic",
-    "recommendations_topic",
-    "alerts_topic",
-    "group_id",
-    "reference",
-    "reports_dir",
-    "keep_reports",
-    "window_rows",
-    "window_seconds",
-    "sample_rows",
-    "min_rows",
-    "metrics_port",
-)
-
-
 def settings_from(args: argparse.Namespace) -> DriftSettings:
     """Environment settings with the given flags laid over them."""
-    base = from_env()
-    given = {name: getattr(args, name) for name in _FLAG_FIELDS}
-    overrides: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-    if args.bootstrap_servers:
-        overrides["kafka"] = replace(base.kafka, bootstrap_servers=args.bootstrap_servers)
-    return replace(base, **overrides)
+    return DriftSettings.from_env(args=args)
 
 
 def install_stop_handlers(stop: threading.Event) -> None:
@@ -185,7 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if args.command == "reference":
         return run_reference(args)
-    settings = settings_from(args)
+    try:
+        settings = settings_from(args)
+    except SettingsError as exc:
+        logger.error("%s", exc)
+        return 2
     logger.info("starting: %s", settings.describe())
     stop = threading.Event()
     install_stop_handlers(stop)

@@ -90,8 +90,9 @@ class DriftLoop:
     def run(self, max_checks: int | None = None, idle_seconds: float | None = None) -> int:
         """Check until stopped, ``max_checks`` done, or nothing arrived for ``idle_seconds``.
 
-        Stopping for idleness checks the partial window first (it may say
-        ``insufficient_data``), so a bounded run judges everything it read.
+        Idleness counts from the last record read or the end of the last check,
+        whichever is later. Stopping for idleness checks the partial window first
+        (it may say ``insufficient_data``), so a bounded run judges everything it read.
         """
         checks, started = 0, time.monotonic()
         last_record: float | None = None
@@ -102,6 +103,10 @@ class DriftLoop:
             if self._window.due(time.monotonic()) or (idle and self._window.rows_seen):
                 self.check_now()
                 checks += 1
+                if not idle and last_record is not None:
+                    # A check takes seconds (Evidently); records that arrived meanwhile
+                    # are still unread, so idleness counts from the end of the check.
+                    last_record = time.monotonic()
             if idle:
                 break
         return checks

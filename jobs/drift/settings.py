@@ -2,51 +2,98 @@
 
 from __future__ import annotations
 
-import os
+import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.drift.check import CheckRules
 from jobs.drift.errors import SettingsError
 from jobs.drift.reference import REFERENCE_FILE
 from jobs.drift.window import WindowPolicy
-from schemas.kafka import ENV_PREFIX, KafkaSettings
+from schemas.kafka import KafkaSettings
+from schemas.settings import (
+    DEFAULT_MODEL_DIR,
+    ENV_PREFIX,
+    MODEL_DIR_ENV,
+    Settings,
+    group,
+    model_dir,
+    setting,
+    variables,
+)
 from schemas.topics import FEATURE_DRIFT, FEATURE_UPDATES, RECOMMENDATIONS
 
 DRIFT_PREFIX = ENV_PREFIX + "DRIFT_"
-MODEL_DIR_ENV = ENV_PREFIX + "MODEL_DIR"
-DEFAULT_MODEL_DIR = Path(".cache/ranker")
 DEFAULT_METRICS_PORT = 9109  # the worker serves 9108
 
 
 @dataclass(frozen=True)
-class DriftSettings:
+class DriftSettings(Settings):
     """Topics, reference, window, rules, reports and metrics of one drift job."""
 
-    kafka: KafkaSettings = field(default_factory=KafkaSettings)
-    features_topic: str = FEATURE_UPDATES
+    error = SettingsError
+
+    kafka: KafkaSettings = group(KafkaSettings)
+    features_topic: str = setting(
+        FEATURE_UPDATES, env="STREAMREC_DRIFT_FEATURES_TOPIC", help="feature changelog topic"
+    )
     # Empty: no score drift (only the feature changelog is watched).
-    recommendations_topic: str = RECOMMENDATIONS
-    alerts_topic: str = FEATURE_DRIFT
-    group_id: str = "streamrec-drift"
-    reference: Path = DEFAULT_MODEL_DIR / REFERENCE_FILE
-    reports_dir: Path = Path("reports/drift")
-    keep_reports: int = 20
+    recommendations_topic: str = setting(
+        RECOMMENDATIONS,
+        env="STREAMREC_DRIFT_RECOMMENDATIONS_TOPIC",
+        help="scores topic; '' to skip scores",
+        empty=True,
+    )
+    alerts_topic: str = setting(
+        FEATURE_DRIFT, env="STREAMREC_DRIFT_ALERTS_TOPIC", help="where DriftAlerts go"
+    )
+    group_id: str = setting(
+        "streamrec-drift", env="STREAMREC_DRIFT_GROUP_ID", help="consumer group"
+    )
+    # The reference is saved beside the model, so it follows STREAMREC_MODEL_DIR.
+    reference: Path = setting(
+        DEFAULT_MODEL_DIR / REFERENCE_FILE,
+        env="STREAMREC_DRIFT_REFERENCE",
+        help="reference parquet",
+        shown=f"${MODEL_DIR_ENV}/{REFERENCE_FILE}",
+    )
+    reports_dir: Path = setting(
+        Path("reports/drift"), env="STREAMREC_DRIFT_REPORTS_DIR", help="report folder"
+    )
+    keep_reports: int = setting(20, env="STREAMREC_DRIFT_KEEP_REPORTS", help="reports kept")
     # Windows close by time; a row count (0 = off) closes them early on a burst.
-    window_rows: int = 0
+    window_rows: int = setting(
+        0, env="STREAMREC_DRIFT_WINDOW_ROWS", help="rows that close a window (0 = off)"
+    )
     # The feature job emits a slide's windows in one burst every slide (5 min): a
     # check per slide judges one emission instead of empty minutes in between.
-    window_seconds: float = 300.0
+    window_seconds: float = setting(
+        300.0, env="STREAMREC_DRIFT_WINDOW_SECONDS", help="seconds that close one (0 = off)"
+    )
     # Rows judged per check at most: a check costs the same (about 3-4 s) at any rate.
-    sample_rows: int = 20_000
-    min_rows: int = 1000
-    min_column_rows: int = 200
-    keep_categories: int = 30
-    min_drifted_features: int = 1
+    sample_rows: int = setting(
+        20_000, env="STREAMREC_DRIFT_SAMPLE_ROWS", help="rows judged per window at most"
+    )
+    min_rows: int = setting(
+        1000, env="STREAMREC_DRIFT_MIN_ROWS", help="fewer rows: insufficient_data"
+    )
+    min_column_rows: int = setting(
+        200, env="STREAMREC_DRIFT_MIN_COLUMN_ROWS", help="fewer values: a column is not judged"
+    )
+    keep_categories: int = setting(
+        30, env="STREAMREC_DRIFT_KEEP_CATEGORIES", help="most frequent categories compared"
+    )
+    min_drifted_features: int = setting(
+        1, env="STREAMREC_DRIFT_MIN_DRIFTED_FEATURES", help="drifted features that alert"
+    )
     # Recommendations kept as the score baseline when the reference has no scores.
-    score_baseline_rows: int = 5000
-    metrics_port: int = DEFAULT_METRICS_PORT
+    score_baseline_rows: int = setting(
+        5000, env="STREAMREC_DRIFT_SCORE_BASELINE_ROWS", help="score baseline size"
+    )
+    metrics_port: int = setting(
+        DEFAULT_METRICS_PORT, env="STREAMREC_DRIFT_METRICS_PORT", help="Prometheus (0 = off)"
+    )
 
     def __post_init__(self) -> None:
         if self.window_rows <= 0 and self.window_seconds <= 0:
@@ -55,9 +102,16 @@ class DriftSettings:
             "keep_reports", "sample_rows", "min_rows", "keep_categories", "score_baseline_rows",
         ):  # fmt: skip
             if getattr(self, name) < 1:
-                raise SettingsError(f"{DRIFT_PREFIX}{name.upper()} must be at least 1")
+                raise SettingsError(f"{self.variable(name)} must be at least 1")
         if not 0 <= self.metrics_port < 65536:
-            raise SettingsError(f"{DRIFT_PREFIX}METRICS_PORT={self.metrics_port} is not a port")
+            raise SettingsError(f"{self.variable('metrics_port')}={self.metrics_port} is no port")
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, args: argparse.Namespace | None = None
+    ) -> DriftSettings:
+        """Environment, flags over it; the reference defaults to the model directory's."""
+        return cls.load(environ, args, reference=model_dir(environ) / REFERENCE_FILE)
 
     @property
     def window(self) -> WindowPolicy:
@@ -69,38 +123,13 @@ class DriftSettings:
             self.min_rows, self.min_column_rows, self.keep_categories, self.min_drifted_features
         )
 
-    def describe(self) -> str:
-        return (
-            f"kafka: {self.kafka.describe()} | topics {self.features_topic}, "
-            f"{self.recommendations_topic or '(no scores)'} -> {self.alerts_topic} "
-            f"group={self.group_id} | reference={self.reference} reports={self.reports_dir} "
-            f"keep={self.keep_reports} | window rows={self.window_rows} "
-            f"seconds={self.window_seconds} sample={self.sample_rows} min={self.min_rows} | "
-            f"metrics port={self.metrics_port}"
-        )
-
-
-# Field name -> how to read it from its STREAMREC_DRIFT_<NAME> variable.
-_PARSERS = {"int": int, "float": float, "str": str, "Path": Path}
-
 
 def env_name(field_name: str) -> str:
-    return DRIFT_PREFIX + field_name.upper()
+    """The variable of a field (tools list what the job reads with it)."""
+    return variables(DriftSettings).get(field_name, DRIFT_PREFIX + field_name.upper())
 
 
-def from_env(environ: Mapping[str, str] | None = None) -> DriftSettings:
-    """Every field from ``STREAMREC_DRIFT_<FIELD>``; the reference defaults to the model's."""
-    env = os.environ if environ is None else environ
-    values: dict[str, object] = {"kafka": KafkaSettings.from_env(env)}
-    model_dir = Path(env.get(MODEL_DIR_ENV, "") or DEFAULT_MODEL_DIR)
-    values["reference"] = model_dir / REFERENCE_FILE
-    for spec in fields(DriftSettings):
-        raw = env.get(env_name(spec.name))
-        if spec.name == "kafka" or raw is None:
-            continue
-        parse = _PARSERS[str(spec.type)]
-        try:
-            values[spec.name] = parse(raw.strip())
-        except ValueError:
-            raise SettingsError(f"{env_name(spec.name)}={raw!r} is not a {spec.type}") from None
-    return DriftSettings(**values)  # type: ignore[arg-type]
+def from_env(
+    environ: Mapping[str, str] | None = None, args: argparse.Namespace | None = None
+) -> DriftSettings:
+    return DriftSettings.from_env(environ, args)

@@ -1,7 +1,7 @@
 """The feature writer: the ``feature-updates`` changelog into Feast's online store on Redis.
 
 Rows are written straight to Redis in Feast 0.67's exact format (see
-:mod:`jobs.feature_writer.feast_format`), one pipeline per batch, so
+:mod:`schemas.online.feast_format`), one pipeline per batch, so
 ``FeatureStore.get_online_features`` reads them as if Feast had written them;
-:func:`jobs.feature_writer.redis_store.read_rows` is the matching fast reader.
+:func:`schemas.online.redis_store.read_rows` is the matching fast reader.
 """

@@ -1,4 +1,4 @@
-"""``python -m jobs.feature_writer``: the changelog-to-online-store process."""
+"""``streamrec-feature-writer``: the changelog-to-online-store process."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from typing import Any
 
 import redis
 
-from jobs.feature_writer.codec import feature_update_codec
+from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.loop import FeatureWriterLoop
-from jobs.feature_writer.redis_store import OnlineStoreWriter
 from jobs.feature_writer.settings import WriterSettings, parse_args, settings_from
+from schemas.codec import feature_update_codec
 from schemas.consumer import RecordConsumer
 from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.online.redis_store import OnlineStoreWriter
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("jobs.feature_writer")
@@ -68,7 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    settings = settings_from(args)
+    try:
+        settings = settings_from(args)
+    except SettingsError as exc:
+        logger.error("%s", exc)
+        return 2
     logger.info("starting: %s", settings.describe())
     stop = threading.Event()
     install_stop_handlers(stop)

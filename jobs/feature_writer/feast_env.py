@@ -24,7 +24,7 @@ import yaml
 from feast import FeatureStore, RepoConfig
 
 from jobs.feature_writer.errors import SettingsError
-from jobs.feature_writer.settings import DEFAULT_REDIS_URL, REDIS_URL_ENV
+from schemas.settings import DEFAULT_REDIS_URL, REDIS_URL_ENV
 
 FEAST_REDIS_ENV = "STREAMREC_FEAST_REDIS"
 FEAST_REGISTRY_ENV = "STREAMREC_FEAST_REGISTRY"

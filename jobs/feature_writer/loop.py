@@ -19,11 +19,12 @@ import redis
 from confluent_kafka import KafkaException
 
 from jobs.feature_writer.errors import WriterStopped
-from jobs.feature_writer.redis_store import OnlineStoreWriter, WriteResult
-from jobs.feature_writer.rows import ConversionOptions, FeatureRow, convert_batch
+from jobs.feature_writer.rows import ConversionOptions, convert_batch
 from schemas.consumer import RecordConsumer
 from schemas.errors import SchemaViolation
 from schemas.features import FeatureUpdate
+from schemas.online.feast_format import FeatureRow
+from schemas.online.redis_store import OnlineStoreWriter, WriteResult
 
 logger = logging.getLogger(__name__)
 STATS_EVERY_S = 10.0

@@ -18,16 +18,9 @@ import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, TypeVar
 
-from jobs.feature_writer.feast_format import ViewSpec, decode_value
 from jobs.feature_writer.sequence_batch import encode_sequences
-from jobs.feature_writer.views import (
-    CATEGORY_TRENDS,
-    ITEM_TRENDS,
-    USER_CLICK_WINDOW,
-    USER_RECENT_CLICKS,
-)
 from schemas.features import (
     TS_DIGITS,
     CategoryWindow,
@@ -41,10 +34,17 @@ from schemas.features import (
     unpack_events,
     unpack_trends,
 )
+from schemas.online.feast_format import FeatureRow
 from schemas.records import BEHAVIORS
+from schemas.views import (
+    CATEGORY_TRENDS,
+    ITEM_TRENDS,
+    USER_CLICK_WINDOW,
+    USER_RECENT_CLICKS,
+    passthrough_values,
+)
+from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT
 
-DEFAULT_HORIZON_MS = 30 * 60 * 1000
-DEFAULT_SEQUENCE_LIMIT = 50
 _BEHAVIORS = frozenset(BEHAVIORS)
 M = TypeVar("M")
 
@@ -70,27 +70,9 @@ class RowClock:
 class ConversionOptions:
     """How the fresh user view cuts a user's recent events, and the clock its rows carry."""
 
-    horizon_ms: int = DEFAULT_HORIZON_MS
-    limit: int = DEFAULT_SEQUENCE_LIMIT
+    horizon_ms: int = HORIZON_MS
+    limit: int = SEQUENCE_LIMIT
     clock: Callable[[], int] = field(default_factory=RowClock, compare=False)
-
-
-class FeatureRow(NamedTuple):
-    """One online row. ``values`` are Python values; rows from the vectorised hot path
-    carry ``encoded`` instead: the serialized Values in the view's feature order."""
-
-    view: ViewSpec
-    entity_id: int
-    event_ns: int
-    values: dict[str, Any] | None
-    encoded: list[bytes] | None = None
-
-    def decoded(self) -> dict[str, Any]:
-        """The Python values, decoded from ``encoded`` if that is what the row carries."""
-        if self.values is not None:
-            return self.values
-        encoded = self.encoded or []
-        return dict(zip(self.view.feature_names, map(decode_value, encoded), strict=True))
 
 
 def update_key(update: FeatureUpdate) -> tuple[str, int, int]:
@@ -222,37 +204,18 @@ def sequence_values(events: Sequence[SequenceEvent]) -> dict[str, Any]:
 
 def _user_window(update: UserWindow) -> dict[str, Any]:
     values = sequence_values(unpack_events(update.events))
-    values.update(
-        pv_count=update.pv,
-        cart_count=update.cart,
-        fav_count=update.fav,
-        buy_count=update.buy,
-        window_start=update.window_start,
-    )
-    return values
+    return values | passthrough_values(USER_CLICK_WINDOW, update)
 
 
 def _item_window(update: ItemWindow) -> dict[str, Any]:
-    return {
-        "category_id": update.category_id,
-        "pv": update.pv,
-        "cart": update.cart,
-        "fav": update.fav,
-        "buy": update.buy,
-        "conversion": conversion(update.pv, update.buy),
-        "window_start": update.window_start,
-    }
+    values = passthrough_values(ITEM_TRENDS, update)
+    return values | {"conversion": conversion(update.pv, update.buy)}
 
 
 def _category_window(update: CategoryWindow) -> dict[str, Any]:
     trends = unpack_trends(update.top_items)
-    return {
-        "pv": update.pv,
-        "cart": update.cart,
-        "fav": update.fav,
-        "buy": update.buy,
+    return passthrough_values(CATEGORY_TRENDS, update) | {
         "conversion": conversion(update.pv, update.buy),
         "top_item_ids": [item for item, _ in trends],
         "top_item_scores": [score for _, score in trends],
-        "window_start": update.window_start,
     }

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from jobs.feature_writer.feast_format import FeatureKind, encode_value, varint
 from schemas.features import TS_DIGITS
+from schemas.online.feast_format import encode_value, varint
 from schemas.records import BEHAVIORS
+from schemas.views import FeatureKind
 
 IntArray = npt.NDArray[np.int64]
 _COLON, _NEWLINE = ord(":"), ord("\n")

@@ -6,9 +6,9 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from jobs.localstack import binaries
-from jobs.localstack.errors import StackError
-from jobs.localstack.flink_connectors import file_lock
+from jobs.features.errors import DependencyError
+from jobs.features.maven import find_mvn
+from schemas.files import file_lock
 
 SOURCE_DIR = Path(__file__).with_name("udf")
 JAR_NAME = "streamrec-flink-functions.jar"
@@ -25,7 +25,8 @@ def source_digest(source: Path = SOURCE_DIR) -> str:
 
 def functions_jar(cache_dir: Path, source: Path = SOURCE_DIR) -> Path:
     """The functions jar for the current sources, built on first use (about 5 s)."""
-    build_dir = cache_dir / "flink-functions" / source_digest(source)
+    # Absolute: Maven resolves a relative build directory against the pom's folder.
+    build_dir = cache_dir.resolve() / "flink-functions" / source_digest(source)
     jar = build_dir / JAR_NAME
     if jar.exists():
         return jar
@@ -37,9 +38,9 @@ def functions_jar(cache_dir: Path, source: Path = SOURCE_DIR) -> Path:
 
 
 def _build(source: Path, build_dir: Path) -> None:
-    argv = [binaries.find_mvn(), "-q", "-B", "-f", str(source / "pom.xml"), "package"]
+    argv = [find_mvn(), "-q", "-B", "-f", str(source / "pom.xml"), "package"]
     argv.append(f"-Dbuild.dir={build_dir}")
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0 or not (build_dir / JAR_NAME).exists():
         output = (result.stdout + result.stderr)[-3000:]
-        raise StackError(f"building the feature job's Java functions failed:\n{output}")
+        raise DependencyError(f"building the feature job's Java functions failed:\n{output}")

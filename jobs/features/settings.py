@@ -9,63 +9,122 @@ from pathlib import Path
 
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
 from schemas.features import VIEW_TAGS
+from schemas.settings import Settings, SettingsError, setting, variables
 from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
+from schemas.windows import SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
 
 ENV_PREFIX = "STREAMREC_FEATURES_"
-MINUTE_MS = 60_000
 
 
 @dataclass(frozen=True)
-class FeatureJobSettings:
+class FeatureJobSettings(Settings):
     """What the job reads, what it writes, and how it windows.
 
     ``bounded`` reads up to the offsets that exist when the job starts and then
     finishes, flushing every window: for backfills, tests and benchmarks.
     """
 
-    bootstrap_servers: str = "127.0.0.1:9092"
-    kafka_properties: Mapping[str, str] = field(default_factory=dict)
-    source_topic: str = USER_BEHAVIOR
-    changelog_topic: str = FEATURE_UPDATES
-    dead_letter_topic: str = dead_letter_topic(USER_BEHAVIOR)
-    group_id: str = "streamrec-features"
-    window_ms: int = 30 * MINUTE_MS
-    slide_ms: int = 5 * MINUTE_MS
-    sequence_length: int = 50
-    top_items: int = 10
-    out_of_orderness_ms: int = 5_000
+    # Flat, not a KafkaSettings group: the SQL connector takes exactly these two.
+    bootstrap_servers: str = setting(
+        "127.0.0.1:9092", env="STREAMREC_KAFKA_BOOTSTRAP_SERVERS", help="Kafka bootstrap servers"
+    )
+    kafka_properties: Mapping[str, str] = setting(
+        env="STREAMREC_KAFKA_CONFIG",
+        flag="--kafka-config",
+        help="librdkafka-style properties for the connector, name=value,...",
+        secret=True,
+        default_factory=dict,
+    )
+    source_topic: str = setting(
+        USER_BEHAVIOR, env="STREAMREC_FEATURES_SOURCE_TOPIC", help="topic with behaviour events"
+    )
+    changelog_topic: str = setting(
+        FEATURE_UPDATES, env="STREAMREC_FEATURES_CHANGELOG_TOPIC", help="topic of the feature rows"
+    )
+    dead_letter_topic: str = setting(
+        dead_letter_topic(USER_BEHAVIOR),
+        env="STREAMREC_FEATURES_DEAD_LETTER_TOPIC",
+        help="topic for bad and late events",
+    )
+    group_id: str = setting(
+        "streamrec-features",
+        env="STREAMREC_FEATURES_GROUP_ID",
+        help="consumer group (offsets are committed on checkpoints)",
+    )
+    window_ms: int = setting(WINDOW_MS, env="STREAMREC_FEATURES_WINDOW_MS", help="window length")
+    slide_ms: int = setting(SLIDE_MS, env="STREAMREC_FEATURES_SLIDE_MS", help="window slide")
+    sequence_length: int = setting(
+        SEQUENCE_LIMIT, env="STREAMREC_FEATURES_SEQUENCE_LENGTH", help="events kept per user"
+    )
+    top_items: int = setting(
+        TOP_ITEMS, env="STREAMREC_FEATURES_TOP_ITEMS", help="trending items kept per category"
+    )
+    out_of_orderness_ms: int = setting(
+        5_000,
+        env="STREAMREC_FEATURES_OUT_OF_ORDERNESS_MS",
+        help="watermark delay behind the newest event",
+    )
     # Long enough that a partition drained late in a catch-up is not taken for idle.
-    idle_timeout_ms: int = 30_000
-    max_future_skew_ms: int = DEFAULT_MAX_FUTURE_SKEW_MS
-    max_event_bytes: int = KIB
-    buffer_timeout_ms: int = 10
-    checkpoint_dir: Path | None = None
-    checkpoint_interval_ms: int = 10_000
-    parallelism: int = 1
-    bounded: bool = False
-    from_earliest: bool = True
-    connector_jars: tuple[Path, ...] = ()
-    views: tuple[str, ...] = VIEW_TAGS
+    idle_timeout_ms: int = setting(
+        30_000,
+        env="STREAMREC_FEATURES_IDLE_TIMEOUT_MS",
+        help="a partition quiet this long stops holding back the watermark",
+    )
+    max_future_skew_ms: int = setting(
+        DEFAULT_MAX_FUTURE_SKEW_MS,
+        env="STREAMREC_FEATURES_MAX_FUTURE_SKEW_MS",
+        help="events further ahead of the clock are refused",
+    )
+    max_event_bytes: int = setting(
+        KIB, env="STREAMREC_FEATURES_MAX_EVENT_BYTES", help="larger events are dead-lettered"
+    )
+    buffer_timeout_ms: int = setting(
+        10,
+        env="STREAMREC_FEATURES_BUFFER_TIMEOUT_MS",
+        help="longest wait of a half-full network buffer (latency)",
+    )
+    checkpoint_dir: Path | None = setting(
+        None, env="STREAMREC_FEATURES_CHECKPOINT_DIR", help="enables checkpoints, kept here"
+    )
+    checkpoint_interval_ms: int = setting(
+        10_000, env="STREAMREC_FEATURES_CHECKPOINT_INTERVAL_MS", help="time between checkpoints"
+    )
+    parallelism: int = setting(1, env="STREAMREC_FEATURES_PARALLELISM", help="operator parallelism")
+    bounded: bool = setting(
+        False, env="STREAMREC_FEATURES_BOUNDED", help="stop at the offsets seen at start"
+    )
+    from_earliest: bool = setting(
+        True,
+        env="STREAMREC_FEATURES_FROM_EARLIEST",
+        help="start from the earliest offsets, not the group's",
+    )
+    # Built (Maven) or given with --jar by the CLI: not a setting of its own.
+    connector_jars: tuple[Path, ...] = field(default=())
+    views: tuple[str, ...] = setting(
+        VIEW_TAGS, env="STREAMREC_FEATURES_VIEWS", help="comma-separated subset of the views"
+    )
 
     def __post_init__(self) -> None:
+        for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{self.variable(name)} must be at least 1")
         if self.window_ms % self.slide_ms:
-            raise ValueError(
+            raise SettingsError(
                 f"window {self.window_ms} ms must be a whole number of slides ({self.slide_ms} ms)"
             )
         unknown = set(self.views) - set(VIEW_TAGS)
         if unknown:
-            raise ValueError(f"unknown views {sorted(unknown)}; choose from {VIEW_TAGS}")
-        for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+            raise SettingsError(f"unknown views {sorted(unknown)}; choose from {VIEW_TAGS}")
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``STREAMREC_FEATURES_WINDOW_MS=...`` and friends, as field name -> raw value."""
+    """The job's own ``STREAMREC_FEATURES_*`` variables that are set: field name -> raw value.
+
+    Only a listing (for logs and tests); :meth:`FeatureJobSettings.load` reads them.
+    """
     env = os.environ if environ is None else environ
-    names = FeatureJobSettings.__dataclass_fields__
     return {
-        key[len(ENV_PREFIX) :].lower(): value
-        for key, value in env.items()
-        if key.startswith(ENV_PREFIX) and key[len(ENV_PREFIX) :].lower() in names
+        name: env[variable]
+        for name, variable in variables(FeatureJobSettings).items()
+        if variable.startswith(ENV_PREFIX) and variable in env
     }

@@ -15,10 +15,22 @@ about 10k events/s here.)
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
+from typing import Any
 
 from jobs.features.settings import FeatureJobSettings
-from schemas.features import ITEM_DIGITS, SCORE_DIGITS, TREND_WEIGHTS, TS_DIGITS
+from schemas.features import (
+    ITEM_DIGITS,
+    SCORE_DIGITS,
+    TREND_WEIGHTS,
+    TS_DIGITS,
+    CategoryWindow,
+    FeatureUpdate,
+    ItemWindow,
+    UserRecentEvents,
+    UserWindow,
+)
 from schemas.records import BEHAVIORS as _BEHAVIORS
 
 _NOW_MS = "(UNIX_TIMESTAMP() * 1000)"
@@ -194,15 +206,30 @@ def changelog_ddl(settings: FeatureJobSettings, table: str, columns: str) -> str
 )"""
 
 
-COUNTS = "pv BIGINT, cart BIGINT, fav BIGINT, buy BIGINT"
-SINK_COLUMNS = {
-    "user_recent_sink": "user_id BIGINT, latest_ts BIGINT, events ARRAY<STRING>",
-    "user_window_sink": "user_id BIGINT, window_start BIGINT, window_end BIGINT, "
-    f"events ARRAY<STRING>, {COUNTS}",
-    "item_window_sink": f"item_id BIGINT, category_id BIGINT, window_start BIGINT, "
-    f"window_end BIGINT, {COUNTS}",
-    "category_window_sink": "category_id BIGINT, window_start BIGINT, window_end BIGINT, "
-    f"{COUNTS}, top_items ARRAY<STRING>",
+# Flink SQL type of each changelog field's Python type (msgspec annotations stripped).
+_SQL_TYPES: dict[Any, str] = {
+    int: "BIGINT",
+    float: "DOUBLE",
+    str: "STRING",
+    list[str]: "ARRAY<STRING>",
+}
+
+
+def sink_columns(row: type[FeatureUpdate]) -> str:
+    """The sink table's columns for a changelog row type, in field order.
+
+    Derived from :mod:`schemas.features`, so the JSON the job writes always has
+    the fields the changelog decoder expects; the INSERTs select in this order.
+    """
+    hints = typing.get_type_hints(row)
+    return ", ".join(f"{name} {_SQL_TYPES[hints[name]]}" for name in row.__struct_fields__)
+
+
+SINK_ROWS: dict[str, type[FeatureUpdate]] = {
+    "user_recent_sink": UserRecentEvents,
+    "user_window_sink": UserWindow,
+    "item_window_sink": ItemWindow,
+    "category_window_sink": CategoryWindow,
 }
 
 
@@ -306,7 +333,7 @@ def statements(settings: FeatureJobSettings) -> tuple[list[str], list[str]]:
         valid_view(),
         item_window_view(settings),
         dead_letter_ddl(settings),
-        *(changelog_ddl(settings, table, cols) for table, cols in SINK_COLUMNS.items()),
+        *(changelog_ddl(settings, table, sink_columns(row)) for table, row in SINK_ROWS.items()),
     ]
     views = {
         "user_recent": user_recent_insert(settings),

@@ -7,7 +7,6 @@ folders under the stack home; the wheel's own conf/ and log/ are never written.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +20,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
+from jobs.features import flink_client
+from jobs.features.errors import FeatureJobError
 from jobs.localstack import binaries
 from jobs.localstack.errors import StackError
 from jobs.localstack.service import Service
@@ -34,17 +35,11 @@ ConfigValue = str | int | bool
 
 
 def flink_home() -> Path:
-    """The Flink distribution inside the installed `apache-flink` wheel."""
-    spec = importlib.util.find_spec("pyflink")
-    if spec is None or spec.origin is None:
-        raise StackError(
-            "PyFlink is not installed: the Flink cluster runs from the apache-flink wheel. "
-            "Install the flink extra: `.venv/bin/pip install -e '.[flink]'`."
-        )
-    home = Path(spec.origin).parent
-    if not (home / "bin" / "jobmanager.sh").exists():
-        raise StackError(f"{home} has no bin/jobmanager.sh; reinstall apache-flink")
-    return home
+    """The Flink distribution inside the installed ``apache-flink`` wheel."""
+    try:
+        return flink_client.flink_home()
+    except FeatureJobError as exc:
+        raise StackError(str(exc)) from None
 
 
 def flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -1,25 +1,21 @@
 """Submitting PyFlink jobs to the stack's Flink cluster and following them over REST.
 
-Submission goes through Flink's own CLI (`flink run -pym`), as on a real cluster:
-it runs the Python module once on the client to build the job graph, then ships
-the graph, the `pipeline.jars` and the `-pyfs` files to the JobManager.
+Submission is :func:`jobs.features.flink_client.submit_python_job` (Flink's own
+CLI, as on a real cluster) with the stack's address and config.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
-import zipfile
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jobs.features import flink_client
+from jobs.features.errors import FeatureJobError
 from jobs.localstack.errors import StackError
-from jobs.localstack.flink_cluster import FlinkJobManager, flink_home, rest_json
+from jobs.localstack.flink_cluster import FlinkJobManager, rest_json
 from jobs.localstack.settings import HOST, StackSettings
 
 TERMINAL_STATES = frozenset({"FINISHED", "FAILED", "CANCELED", "SUSPENDED"})
@@ -34,36 +30,6 @@ class JobSummary:
     state: str
 
 
-def zip_packages(root: Path, packages: Sequence[str], dest: Path) -> Path:
-    """The `packages` under `root` as one zip for `-pyfs`, e.g. ("jobs", "schemas").
-
-    Flink puts a `-pyfs` folder itself on PYTHONPATH (its modules become top-level)
-    and copies it whole, so the repository root (with .venv/) is no way to make
-    `import jobs.x` work. A zip is extracted and its top level put on PYTHONPATH.
-    """
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as archive:
-        for package in packages:
-            for path in sorted((root / package).rglob("*.py")):
-                archive.write(path, path.relative_to(root).as_posix())
-    return dest
-
-
-def build_run_command(
-    settings: StackSettings, module: str, args: Sequence[str], pyfiles: Sequence[Path]
-) -> list[str]:
-    """`flink run` for a Python module, detached, using this interpreter on both sides."""
-    argv = [str(flink_home() / "bin" / "flink"), "run"]
-    argv += ["-m", f"{HOST}:{settings.flink_rest_port}", "-d"]
-    # -pyclientexec runs the module at submission; -pyexec would run Python UDFs.
-    argv += ["-pyclientexec", sys.executable, "-pyexec", sys.executable]
-    if pyfiles:
-        argv += ["-pyfs", ",".join(str(Path(p).resolve()) for p in pyfiles)]
-    argv += ["-pym", module]
-    # `--` ends Flink's options; everything after it reaches the module's argv.
-    return [*argv, "--", *args]
-
-
 def submit_python_job(
     settings: StackSettings,
     module: str,
@@ -71,10 +37,9 @@ def submit_python_job(
     pyfiles: Sequence[Path] = (),
     timeout_s: float = 300.0,
 ) -> str:
-    """Run `module` against the cluster with `flink run -d`; returns the job id.
+    """Run ``module`` against the stack's cluster with ``flink run -d``; returns the job id.
 
-    The module must end by submitting a job (e.g. `TableEnvironment.execute_sql`
-    of an INSERT) and put its connector jars in `pipeline.jars` itself.
+    The client uses the cluster's own config, so it agrees with it on everything.
     """
     jobmanager = FlinkJobManager(settings)
     if not jobmanager.is_healthy():
@@ -84,50 +49,18 @@ def submit_python_job(
         )
     client_dir = settings.home / "flink-client"
     (client_dir / "log").mkdir(parents=True, exist_ok=True)
-    env = {
-        **os.environ,
-        # The cluster's own config: the client then agrees with it on everything.
+    client_env = {
         "FLINK_CONF_DIR": str(jobmanager.conf_dir),
         # Otherwise the client logs into the installed wheel's pyflink/log/.
         "FLINK_LOG_DIR": str(client_dir / "log"),
     }
-    argv = build_run_command(settings, module, args, pyfiles)
-    output = _run_client(argv, env, timeout_s)
-    return parse_job_id(output, what=f"`flink run -pym {module}`")
-
-
-def parse_job_id(output: str, what: str = "flink run") -> str:
-    match = _JOB_ID.search(output)
-    if match is None:
-        raise StackError(f"{what} printed no job id; its output ends with:\n{output[-3000:]}")
-    return match.group(1)
-
-
-def _run_client(argv: list[str], env: dict[str, str], timeout_s: float) -> str:
-    # A session of its own: on timeout the CLI's JVM *and* the Python driver it
-    # started must go, and only a process group reaches both.
-    child = subprocess.Popen(
-        argv,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    address = f"{HOST}:{settings.flink_rest_port}"
     try:
-        output, _ = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        output, _ = child.communicate()
-        raise StackError(
-            f"flink run did not finish within {timeout_s:.0f} s; output ends with:\n"
-            f"{output[-3000:]}"
-        ) from None
-    if child.returncode != 0:
-        # Java stack frames would push the Python traceback out of the tail.
-        kept = "\n".join(line for line in output.splitlines() if not line.startswith("\t"))
-        raise StackError(f"flink run failed (exit {child.returncode}):\n{kept[-3000:]}")
-    return output
+        return flink_client.submit_python_job(
+            address, module, args, pyfiles, client_env=client_env, timeout_s=timeout_s
+        )
+    except FeatureJobError as exc:
+        raise StackError(str(exc)) from exc
 
 
 def job_status(settings: StackSettings, job_id: str) -> str:

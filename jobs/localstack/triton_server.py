@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from jobs.localstack.errors import StackError
-from jobs.localstack.flink_connectors import file_lock
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
+from schemas.files import file_lock
 
 log = logging.getLogger(__name__)
 

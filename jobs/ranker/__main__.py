@@ -1,4 +1,4 @@
-"""``python -m jobs.ranker``: train, evaluate, lighten and write the model directory."""
+"""``streamrec-train``: train, evaluate, lighten and write the model directory."""
 
 from __future__ import annotations
 

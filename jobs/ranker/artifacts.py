@@ -18,7 +18,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from inference.ranking.contract import (
+from jobs.ranker.export import export_all
+from jobs.ranker.model import DIN, DINConfig
+from jobs.ranker.samples import Catalog
+from schemas.ranking import (
     CATEGORIES_FILE,
     EMBEDDINGS_FILE,
     MANIFEST_FILE,
@@ -26,9 +29,6 @@ from inference.ranking.contract import (
     SEQ_LEN,
     VOCAB_FILE,
 )
-from jobs.ranker.export import export_all
-from jobs.ranker.model import DIN, DINConfig
-from jobs.ranker.samples import Catalog
 
 MANIFEST = MANIFEST_FILE
 METRICS = "metrics.json"

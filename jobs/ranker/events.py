@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import USER_DENSE_FEATURES
 from jobs.datasets import RowAudit, read_dataset
 from jobs.ranker.errors import TrainingDataError
+from schemas.ranking import USER_DENSE_FEATURES
 
 DAY_MS = 24 * 3600 * 1000
 # Behaviour codes index the count columns in the contract's order (pv, cart, fav, buy).

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from inference.ranking.contract import (
+from jobs.ranker.model import DIN, DINConfig
+from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,
@@ -28,7 +29,6 @@ from inference.ranking.contract import (
     Float32Array,
     Int32Array,
 )
-from jobs.ranker.model import DIN, DINConfig
 
 OPSET = 17
 

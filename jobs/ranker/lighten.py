@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort  # type: ignore[import-untyped]
 
-from inference.ranking.contract import INPUT_NAMES, SCORES
 from jobs.ranker.metrics import evaluate
 from jobs.ranker.samples import Samples
 from jobs.ranker.windows import F32
+from schemas.ranking import INPUT_NAMES, SCORES
 
 MAX_AUC_LOSS = 0.005
 SPEED_USERS = 64  # users per scoring call, each with all its candidates

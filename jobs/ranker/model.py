@@ -1,6 +1,6 @@
 """DIN ranker: the candidate attends over the user's recent clicks.
 
-Inputs follow ``inference.ranking.contract``: the click sequence arrives once per
+Inputs follow ``schemas.ranking``: the click sequence arrives once per
 user and is broadcast over that user's candidates inside the model, so a request
 never carries the sequence copied per candidate.
 
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from inference.ranking.contract import (
+from schemas.ranking import (
     ITEM_DENSE_FEATURES,
     PAD_INDEX,
     USER_DENSE_FEATURES,

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import PAD_INDEX, SEQ_LEN, Vocabulary
 from jobs.ranker.errors import TrainingDataError
 from jobs.ranker.events import I64, Events
 from jobs.ranker.windows import (
@@ -24,10 +23,11 @@ from jobs.ranker.windows import (
     latest_window_counts,
     user_dense,
 )
+from schemas.ranking import PAD_INDEX, SEQ_LEN, Vocabulary
+from schemas.windows import HORIZON_MS
 
 I32 = npt.NDArray[np.int32]
 # The fresh view's horizon: a user's events of the 30 minutes up to their latest.
-SEQUENCE_HORIZON_MS = 30 * 60 * 1000
 _TS_BITS = 42
 
 
@@ -100,7 +100,7 @@ class SampleBuilder:
     """Builds rows for target events against the full event history."""
 
     def __init__(
-        self, history: Events, catalog: Catalog, sequence_horizon_ms: int = SEQUENCE_HORIZON_MS
+        self, history: Events, catalog: Catalog, sequence_horizon_ms: int = HORIZON_MS
     ) -> None:
         self.history = history
         self.catalog = catalog

@@ -1,111 +1,114 @@
 """Settings of the training job: one frozen object from flags and ``STREAMREC_TRAIN_*``.
 
 The output folder is ``STREAMREC_MODEL_DIR`` (shared with serving and the worker,
-which read from it), else ``.cache/ranker``.
+which read from it) unless ``--out``/``STREAMREC_TRAIN_OUT`` names another one.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.datasets import DATASETS
+from schemas.settings import (
+    DEFAULT_MODEL_DIR,
+    MODEL_DIR_ENV,
+    Settings,
+    SettingsError,
+    model_dir,
+    setting,
+)
 
 ENV_PREFIX = "STREAMREC_TRAIN_"
-DEFAULT_MODEL_DIR = Path(".cache", "ranker")
-
-
-def default_model_dir(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    return Path(env.get("STREAMREC_MODEL_DIR") or DEFAULT_MODEL_DIR)
 
 
 @dataclass(frozen=True)
-class TrainSettings:
-    dataset: str = "taobao-9days"
-    file: Path | None = None  # data file or folder; the dataset's default under the data dir
-    out: Path = DEFAULT_MODEL_DIR
-    epochs: int = 3
-    seed: int = 7
-    negatives: int = 4  # sampled negatives per positive in training
-    eval_negatives: int = 99  # per held-out positive, beside the true item
-    dim: int = 32
-    batch_size: int = 256
-    learning_rate: float = 2e-3
-    max_train_rows: int = 0  # 0 = every positive of the train split
-    max_eval_rows: int = 0
-    holdout_days: int = 0  # 0 = the dataset's own (Taobao: the last day)
+class TrainSettings(Settings):
+    dataset: str = setting(
+        "taobao-9days", env="STREAMREC_TRAIN_DATASET", help=f"one of {', '.join(DATASETS)}"
+    )
+    file: Path | None = setting(
+        None,
+        env="STREAMREC_TRAIN_FILE",
+        help="data file (MovieLens: its folder)",
+        shown="the dataset's file in the data dir",
+    )
+    out: Path = setting(
+        DEFAULT_MODEL_DIR,
+        env="STREAMREC_TRAIN_OUT",
+        help="model directory to write",
+        shown=f"${MODEL_DIR_ENV} or {DEFAULT_MODEL_DIR}",
+    )
+    epochs: int = setting(3, env="STREAMREC_TRAIN_EPOCHS", help="training epochs")
+    seed: int = setting(
+        7, env="STREAMREC_TRAIN_SEED", help="seed of sampling, initialisation and batch order"
+    )
+    negatives: int = setting(
+        4, env="STREAMREC_TRAIN_NEGATIVES", help="sampled negatives per positive for training"
+    )
+    eval_negatives: int = setting(
+        99,
+        env="STREAMREC_TRAIN_EVAL_NEGATIVES",
+        help="sampled negatives per held-out positive (ranked with the true item)",
+    )
+    dim: int = setting(32, env="STREAMREC_TRAIN_DIM", help="embedding size")
+    batch_size: int = setting(
+        256, env="STREAMREC_TRAIN_BATCH_SIZE", help="rows (users' positives) per training step"
+    )
+    learning_rate: float = setting(
+        2e-3, env="STREAMREC_TRAIN_LEARNING_RATE", help="Adam learning rate"
+    )
+    max_train_rows: int = setting(
+        0,
+        env="STREAMREC_TRAIN_MAX_TRAIN_ROWS",
+        help="use at most this many train positives, sampled (0 = all)",
+    )
+    max_eval_rows: int = setting(
+        0,
+        env="STREAMREC_TRAIN_MAX_EVAL_ROWS",
+        help="use at most this many held-out positives, sampled (0 = all)",
+    )
+    holdout_days: int = setting(
+        0,
+        env="STREAMREC_TRAIN_HOLDOUT_DAYS",
+        help="hold out the last N calendar days (0 = the dataset's default)",
+    )
     # The fresh view serving reads holds a user's last 30 minutes of events.
-    sequence_horizon_min: int = 30
-    threads: int = 2
+    sequence_horizon_min: int = setting(
+        30,
+        env="STREAMREC_TRAIN_SEQUENCE_HORIZON_MIN",
+        help="sequence = events within N minutes before the user's latest one, as the "
+        "serving fresh view holds them (0 = the last 50 of the whole history)",
+    )
+    threads: int = setting(2, env="STREAMREC_TRAIN_THREADS", help="PyTorch and ONNX threads")
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
-            raise ValueError(f"unknown dataset {self.dataset!r}; choose one of {DATASETS}")
+            raise SettingsError(f"unknown dataset {self.dataset!r}; choose one of {DATASETS}")
         for name in ("epochs", "negatives", "eval_negatives", "dim", "batch_size", "threads"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
+                raise SettingsError(f"{name} must be at least 1 ({self.variable(name)})")
         for name in ("max_train_rows", "max_eval_rows", "holdout_days", "sequence_horizon_min"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative")
-
-
-_HELP = {
-    "dataset": f"dataset adapter ({', '.join(DATASETS)})",
-    "file": "data file (MovieLens: its folder); default: the dataset's file in the data dir",
-    "out": "model directory to write (default: $STREAMREC_MODEL_DIR or .cache/ranker)",
-    "epochs": "training epochs",
-    "seed": "seed of sampling, initialisation and batch order",
-    "negatives": "sampled negatives per positive for training",
-    "eval_negatives": "sampled negatives per held-out positive (ranked with the true item)",
-    "dim": "embedding size",
-    "batch_size": "rows (users' positives) per training step",
-    "learning_rate": "Adam learning rate",
-    "max_train_rows": "use at most this many train positives, sampled (0 = all)",
-    "max_eval_rows": "use at most this many held-out positives, sampled (0 = all)",
-    "holdout_days": "hold out the last N calendar days (0 = the dataset's default)",
-    "sequence_horizon_min": "sequence = events within N minutes before the user's latest one, "
-    "as the serving fresh view holds them (0 = the last 50 of the whole history)",
-    "threads": "PyTorch and ONNX Runtime threads",
-}
+                raise SettingsError(f"{name} must not be negative ({self.variable(name)})")
 
 
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(
-        prog="python -m jobs.ranker",
+        prog="streamrec-train",
         description="Train the DIN ranker with a split by time, evaluate it against "
         "popularity and co-visitation, export FP32/INT8/FP16 ONNX and write the model "
-        "directory. Every flag can also be set as STREAMREC_TRAIN_<FLAG>.",
+        "directory. Every flag defaults to its environment variable (in brackets).",
     )
-    for spec in fields(TrainSettings):
-        flag = "--" + spec.name.replace("_", "-")
-        result.add_argument(flag, type=_kind(spec.name), default=None, help=_HELP[spec.name])
+    TrainSettings.add_flags(result)
     return result
-
-
-def _kind(name: str) -> type:
-    """The flag's value type: paths for files, else the default's type."""
-    return Path if name in ("file", "out") else type(getattr(TrainSettings, name))
-
-
-def _parse(name: str, raw: str) -> object:
-    return _kind(name)(raw)
 
 
 def load_settings(
     argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> TrainSettings:
     """Flags win over ``STREAMREC_TRAIN_*`` variables, which win over defaults."""
-    env = os.environ if environ is None else environ
-    args = vars(parser().parse_args(argv))
-    values: dict[str, object] = {"out": default_model_dir(env)}
-    for spec in fields(TrainSettings):
-        raw = env.get(ENV_PREFIX + spec.name.upper())
-        if raw:
-            values[spec.name] = _parse(spec.name, raw)
-        if args[spec.name] is not None:
-            values[spec.name] = args[spec.name]
-    return TrainSettings(**values)  # type: ignore[arg-type]
+    args = parser().parse_args(argv)
+    return TrainSettings.load(environ, args, out=model_dir(environ))

@@ -18,12 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from inference.ranking.contract import ITEM_DENSE_FEATURES, USER_DENSE_FEATURES
 from jobs.ranker.events import I8, I64
+from schemas.ranking import ITEM_DENSE_FEATURES, USER_DENSE_FEATURES
+from schemas.windows import SLIDE_MS, WINDOW_MS
 
-MINUTE_MS = 60 * 1000
-WINDOW_MS = 30 * MINUTE_MS
-SLIDE_MS = 5 * MINUTE_MS
 _TS_BITS = 42  # epoch millis stay below 2**42 until the year 2109
 F32 = npt.NDArray[np.float32]
 

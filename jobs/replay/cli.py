@@ -1,4 +1,4 @@
-"""``python -m jobs.replay``: produce a real dataset to the user-behaviour topic.
+"""``streamrec-replay``: produce a real dataset to the user-behaviour topic.
 
 Events are keyed by user. By default they go out as fast as the broker takes
 them; ``--speed N`` paces them by their own timestamps, N times real time.
@@ -23,7 +23,7 @@ from schemas.topics import REC_REQUESTS, USER_BEHAVIOR
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m jobs.replay",
+        prog="streamrec-replay",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -31,9 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--file", type=Path, help="dataset file (MovieLens: its folder)")
     parser.add_argument("--topic", default=USER_BEHAVIOR)
     parser.add_argument("--request-topic", default=REC_REQUESTS)
-    parser.add_argument(
-        "--bootstrap-servers", help="default: $STREAMREC_KAFKA_BOOTSTRAP_SERVERS or 127.0.0.1:9092"
-    )
+    KafkaSettings.add_flags(parser)
     parser.add_argument("--speed", type=float, default=0.0, help="x real time; 0 = max speed")
     parser.add_argument("--request-rate", type=float, default=0.0, help="requests per event")
     parser.add_argument("--request-k", type=int, default=20, help="k of derived requests")
@@ -99,9 +97,7 @@ def summary_dict(summary: ReplaySummary) -> dict[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    settings = KafkaSettings.from_env()
-    if args.bootstrap_servers:
-        settings = KafkaSettings(args.bootstrap_servers, settings.extra)
+    settings = KafkaSettings.load(None, args)
     options = options_from(args)
     ensure_topics(
         settings,

@@ -7,14 +7,16 @@ a seeded 200k-row sample of the same stream's rows). Both runs go through
 real Kafka and the real drift job (consumer, windows, Evidently, alerts):
 
 1. the unchanged changelog: every check should say ``ok``;
-2. the changelog with both shifts of :mod:`jobs.drift.shift` injected
+2. the changelog with both shifts of :mod:`tests.support.drift_shift` injected
    (category mix, longer sequences): every check should flag exactly the four
    columns the shifts move.
 
-``RESULT`` counts: ``unshifted_alerts`` (checks with status drift in run 1),
+``RESULT`` counts: ``unshifted_checks`` and ``shifted_checks`` (judged checks
+per run), ``unshifted_alerts`` (checks with status drift in run 1),
 ``shifted_features_flagged`` (injected columns flagged in every judged check
 of run 2) of ``shifted_features_injected``, ``false_alarms`` (drift verdicts
-on columns no shift moved, over all checks of run 2).
+on columns no shift moved, over all checks of run 2). A run with no judged
+check is a failure (exit 1, no RESULT): zero alarms from zero checks says nothing.
 """
 
 from __future__ import annotations
@@ -35,12 +37,18 @@ from jobs.drift.columns import COLUMN_NAMES
 from jobs.drift.reference import changelog_from_events, reference_frame, save_reference
 from jobs.drift.reference_cli import DEFAULT_MAX_ROWS
 from jobs.drift.settings import DriftSettings
-from jobs.drift.shift import Shift, category_swap, shift_rows
-from jobs.localstack.session import kafka_for_run
 from schemas.features import FeatureUpdate
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
-from tests.benchmarks.report import print_table, result_line
+from tests.benchmarks.report import (
+    BenchmarkFailure,
+    fail,
+    print_table,
+    require_checks,
+    result_line,
+)
 from tests.jobs.drift.streams import produce_changelog
+from tests.support.drift_shift import Shift, category_swap, shift_rows
+from tests.support.kafka_session import kafka_for_run
 
 
 @dataclass
@@ -131,15 +139,17 @@ def main(argv: list[str] | None = None) -> int:
             plain = watch(kafka, changelog, reference, args.reports_dir, args)
             moved = watch(kafka, shifted, reference, args.reports_dir, args)
 
+    checks = {"unshifted": len(plain.judged), "shifted": len(moved.judged)}
+    try:
+        require_checks(checks, what="judged check")
+    except BenchmarkFailure as failure:
+        return fail(failure)
     injected = set(shift.columns)
     unshifted_alerts = sum(r.alert.status == "drift" for r in plain.results)
     flagged_always = {
         name
         for name in injected
-        if moved.judged
-        and all(
-            any(f.feature == name and f.drifted for f in r.alert.features) for r in moved.judged
-        )
+        if all(any(f.feature == name and f.drifted for f in r.alert.features) for r in moved.judged)
     }
     false_alarms = sum(
         f.drifted and f.feature not in injected for r in moved.results for f in r.alert.features
@@ -147,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     report(plain, moved, injected, args.plot)
     print(
         result_line(
+            unshifted_checks=checks["unshifted"],
+            shifted_checks=checks["shifted"],
             unshifted_alerts=unshifted_alerts,
             shifted_features_flagged=len(flagged_always),
             shifted_features_injected=len(injected),

@@ -6,17 +6,22 @@ the same requests, model and candidates:
 
 - **worker** — ``python -m inference.worker``: micro-batches, one Redis pipeline
   per round trip, users batched per Triton request, asynchronous, overlapped;
-- **naive** — ``python -m inference.worker.naive``: one message at a time, Feast
+- **naive** — ``python -m tests.benchmarks.baselines.naive_worker``: one message at a time, Feast
   SDK reads, one blocking Triton call per request, flush and commit per message;
 - **ceiling** — the worker with in-process ONNX Runtime scoring of the same
   candidates instead of Triton (what this box can do without a network hop).
 
 All three run at once, idle but for the one being measured. Saturation
-throughput (answers over the span from a burst's first send to its last answer)
-is measured in alternating rounds and the median kept, because the machine is
-shared. Then each runs at a fixed rate of half its own saturation throughput,
-and at one common rate (latency p50/p95/p99 from the request's send to the
-answer's arrival at a real consumer; error rate: unanswered or degraded).
+throughput (good answers over the span from a burst's first send to its last
+answer; every variant gets the same ``--burst``) is measured in alternating
+rounds and the median kept, because the machine is shared. Then each runs at a
+fixed rate of half its own saturation throughput, and at one common rate.
+
+Only good answers count: a degraded (fallback) answer is reported but is a
+failure, like a request never answered. Latency p50/p95/p99 runs from the
+request's send to the answer's arrival at a real consumer, with every failure
+counted at +infinity (beyond any deadline); the error rate is failures over
+requests sent.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +44,13 @@ from jobs.localstack import Stack, StackSettings
 from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
-from tests.benchmarks.freshness import percentile
-from tests.benchmarks.report import print_table, result_line, save_bar_plot
+from tests.benchmarks.report import (
+    failure_percentile,
+    failure_rate,
+    print_table,
+    result_line,
+    save_bar_plot,
+)
 from tests.conftest import REPO_ROOT, free_port
 from tests.feature_repo.applied import applied_copy
 from tests.inference.worker.harness import WorkerProcess, WorkerTopics, worker_env
@@ -58,21 +68,45 @@ REPORT = REPO_ROOT / "reports" / "bench-e2e.png"
 @dataclass
 class Measured:
     sent: int
-    answered: int
+    answered: int  # good and degraded
     degraded: int
     seconds: float
-    latencies_ms: list[float]
+    latencies_ms: list[float]  # of the good answers only
+
+    @property
+    def good(self) -> int:
+        return self.answered - self.degraded
+
+    @property
+    def failures(self) -> int:
+        """Unanswered or degraded."""
+        return self.sent - self.good
 
     @property
     def rps(self) -> float:
-        return self.answered / self.seconds if self.seconds else 0.0
+        """Good answers per second."""
+        return self.good / self.seconds if self.seconds else 0.0
 
     @property
     def error_rate(self) -> float:
-        return (self.sent - self.answered + self.degraded) / self.sent if self.sent else 0.0
+        return failure_rate(self.sent, self.failures)
 
     def p(self, q: float) -> float:
-        return percentile(self.latencies_ms, q) if self.latencies_ms else float("nan")
+        """Latency percentile with every failure at +infinity."""
+        return failure_percentile(self.latencies_ms, self.failures, q)
+
+
+def median_burst(bursts: Sequence[Measured]) -> Measured:
+    """The median burst by good answers per second."""
+    return sorted(bursts, key=lambda m: m.rps)[len(bursts) // 2]
+
+
+def combined(runs: Sequence[Measured]) -> Measured:
+    """All requests of several runs as one (for totals and error rates)."""
+    return Measured(
+        sum(m.sent for m in runs), sum(m.answered for m in runs), sum(m.degraded for m in runs),
+        sum(m.seconds for m in runs), [x for m in runs for x in m.latencies_ms],
+    )  # fmt: skip
 
 
 class Collector:
@@ -143,18 +177,37 @@ def measure(
 ) -> Measured:  # fmt: skip
     sent = send(kafka, topics.requests, users, prefix, rate)
     collector.wait_for(list(sent), timeout_s)
-    got = {i: collector.arrived[i] for i in sent if i in collector.arrived}
-    latencies = [(got[i][0] - sent[i]) / 1e6 for i in got]
-    span = (max((t for t, _ in got.values()), default=0) - min(sent.values())) / 1e9
-    return Measured(len(sent), len(got), sum(d for _, d in got.values()), span, latencies)
+    return tally(sent, collector.arrived)
+
+
+def tally(sent: Mapping[str, int], arrived: Mapping[str, tuple[int, bool]]) -> Measured:
+    """Send times and (arrival time, degraded) per request id, in ns, as one run's figures.
+
+    The span runs from the first send to the last answer of any kind; latencies are
+    the good answers' only (degraded and unanswered requests are failures).
+    """
+    got = {i: arrived[i] for i in sent if i in arrived}
+    latencies = [(at - sent[i]) / 1e6 for i, (at, degraded) in got.items() if not degraded]
+    span = (max((t for t, _ in got.values()), default=0) - min(sent.values(), default=0)) / 1e9
+    return Measured(len(sent), len(got), sum(d for _, d in got.values()), max(span, 0.0),
+                    latencies)  # fmt: skip
 
 
 @dataclass
 class VariantResult:
     name: str
-    saturation: Measured
+    bursts: list[Measured]
     half: Measured
     common: Measured
+
+    @property
+    def saturation(self) -> Measured:
+        return median_burst(self.bursts)
+
+    @property
+    def total(self) -> Measured:
+        """Every measured request of this variant (bursts, half load, common rate)."""
+        return combined([*self.bursts, self.half, self.common])
 
 
 @dataclass
@@ -197,14 +250,15 @@ def run_variants(
     bursts: dict[str, list[Measured]] = {v.name: [] for v in running}
     for round_no in range(args.rounds):
         for v in running:
-            n = args.naive_burst if v.name == "naive" else args.burst
             tag = f"{v.name}-sat{round_no}"
-            burst = measure(kafka, v.topics, v.collector, _cycle(users, n), tag, None, args.timeout)
+            burst = measure(kafka, v.topics, v.collector, _cycle(users, args.burst), tag, None,
+                            args.timeout)  # fmt: skip
             bursts[v.name].append(burst)
-            print(f"round {round_no} {v.name}: {bursts[v.name][-1].rps:.0f} rps", flush=True)
+            print(f"round {round_no} {v.name}: {burst.rps:.0f} rps, {burst.degraded} degraded, "
+                  f"{burst.sent - burst.answered} unanswered", flush=True)  # fmt: skip
     results = []
     for v in running:
-        saturation = sorted(bursts[v.name], key=lambda m: m.rps)[len(bursts[v.name]) // 2]
+        saturation = median_burst(bursts[v.name])
         rate = max(1.0, saturation.rps / 2)
         count = max(20, int(rate * args.seconds))
         half = measure(kafka, v.topics, v.collector, _cycle(users, count), f"{v.name}-half",
@@ -215,7 +269,7 @@ def run_variants(
         print(f"{v.name}: median saturation {saturation.rps:.0f} rps; at {rate:.0f} rps p99 "
               f"{half.p(99):.1f} ms; at {args.common_rate:.0f} rps p99 {common.p(99):.1f} ms",
               flush=True)  # fmt: skip
-        results.append(VariantResult(v.name, saturation, half, common))
+        results.append(VariantResult(v.name, bursts[v.name], half, common))
     return results
 
 
@@ -230,8 +284,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--events", type=int, default=20_000, help="stream events for features")
-    parser.add_argument("--burst", type=int, default=1500, help="saturation burst (batched)")
-    parser.add_argument("--naive-burst", type=int, default=150, help="saturation burst (naive)")
+    parser.add_argument(
+        "--burst", type=int, default=1500, help="saturation burst, the same for every variant"
+    )
     parser.add_argument("--seconds", type=float, default=10, help="length of the half-load run")
     parser.add_argument("--rounds", type=int, default=3, help="alternating saturation rounds")
     parser.add_argument("--timeout", type=float, default=240, help="wait for answers (s)")
@@ -284,7 +339,7 @@ def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
         base["STREAMREC_STACK_HOME"] = str(tmp / "feast" / "stack")
         variants = {
             "worker": ("inference.worker", base),
-            "naive": ("inference.worker.naive", base),
+            "naive": ("tests.benchmarks.baselines.naive_worker", base),
             "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
         }
         running = []
@@ -303,13 +358,16 @@ def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
 def report(results: list[VariantResult]) -> None:
     by = {r.name: r for r in results}
     common = results[0].common.sent / max(1e-9, results[0].common.seconds) if results else 0
+    # Over every request a variant was sent: bursts, half load, common rate.
     header = ["variant", "max rps", "half-load rps", "p50 ms", "p95 ms", "p99 ms",
-              f"p50/p99 ms @{common:.0f} rps", "errors"]  # fmt: skip
+              f"p50/p99 ms @{common:.0f} rps", "sent", "degraded", "unanswered",
+              "errors"]  # fmt: skip
     rows = [
         [r.name, f"{r.saturation.rps:.0f}", f"{r.half.rps:.0f}", f"{r.half.p(50):.1f}",
          f"{r.half.p(95):.1f}", f"{r.half.p(99):.1f}",
-         f"{r.common.p(50):.1f} / {r.common.p(99):.1f}",
-         f"{max(r.saturation.error_rate, r.half.error_rate, r.common.error_rate):.2%}"]
+         f"{r.common.p(50):.1f} / {r.common.p(99):.1f}", f"{r.total.sent:,}",
+         f"{r.total.degraded:,}", f"{r.total.sent - r.total.answered:,}",
+         f"{r.total.error_rate:.2%}"]
         for r in results
     ]  # fmt: skip
     print_table(header, rows)
@@ -321,9 +379,11 @@ def report(results: list[VariantResult]) -> None:
     )
     print(f"plot: {REPORT}")
     worker, naive, ceiling = (by.get(n) for n in ("worker", "naive", "ceiling"))
-    values: dict[str, float] = {}
+    values: dict[str, float | str] = {}
     if worker:
         values["throughput_rps"] = worker.saturation.rps
+        values["error_rate"] = f"{worker.total.error_rate:.4f}"
+        values["degraded"] = worker.total.degraded
     if naive:
         values["naive_rps"] = naive.saturation.rps
     if ceiling:

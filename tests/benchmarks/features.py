@@ -4,19 +4,21 @@ Throughput: the Taobao stream, looped, on one topic; each job reads it to the
 end (bounded) and its rate is events over the span between its first and last
 changelog record (so JVM start and job build are left out). Side by side: the
 SQL job with every view, the SQL job with only the user windows, and the
-Python DataStream job computing the same user windows (``jobs.features.datastream``);
-the two user-window outputs are compared row for row.
+Python DataStream job computing the same user windows
+(``tests.benchmarks.baselines.datastream_features``); the two user-window outputs
+must be equal row for row, or the benchmark fails (exit 1, first differing rows).
 
 Freshness: the SQL job and the feature writer run live; events are replayed at
 a steady rate with their times moved to now, and a probe reads the online store
-(Redis, in Feast's format) until each sampled click is readable.
+(Redis, in Feast's format) until each sampled click is readable. A sampled click
+still unreadable 30 s after the last send is a failure: counted in
+``freshness_unreadable_rate`` and at +infinity in the percentiles.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import uuid
@@ -25,14 +27,21 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from jobs.features.functions_jar import functions_jar
-from jobs.localstack.flink_connectors import kafka_connector_jar
-from jobs.localstack.session import kafka_for_run
+from jobs.features.maven import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
-from tests.benchmarks.freshness import measure_freshness, percentile
-from tests.benchmarks.report import print_table, result_line, save_bar_plot
+from tests.benchmarks.freshness import measure_freshness
+from tests.benchmarks.report import (
+    BenchmarkFailure,
+    fail,
+    print_table,
+    require_same_rows,
+    result_line,
+    save_bar_plot,
+)
+from tests.support.kafka_session import kafka_for_run
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,8 +63,11 @@ def output_rate(kafka: KafkaSettings, topic: str, events: int) -> tuple[float, l
 
 
 def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float]:
+    """Events/s per implementation; raises if the two user-window outputs differ."""
     source = f"bench-features-{uuid.uuid4().hex[:8]}"
-    ensure_topics(kafka, [TopicSpec(source, 1)])  # one partition: see jobs.features.datastream
+    ensure_topics(
+        kafka, [TopicSpec(source, 1)]
+    )  # one partition: see tests.benchmarks.baselines.datastream_features
     events = run_replay(ReplayOptions(topic=source, loops=loops), kafka).events
     connector, functions = kafka_connector_jar(cache), functions_jar(cache)
     rates: dict[str, float] = {}
@@ -63,7 +75,7 @@ def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float
     runs = {
         "sql, all views": ("jobs.features", []),
         "sql, user windows": ("jobs.features", ["--views", "user_window"]),
-        "datastream, user windows": ("jobs.features.datastream", []),
+        "datastream, user windows": ("tests.benchmarks.baselines.datastream_features", []),
     }
     for label, (module, extra) in runs.items():
         out = f"{source}-{len(rates)}"
@@ -77,8 +89,8 @@ def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float
         print(f"running {label} over {events:,} events", file=sys.stderr)
         run_module(module, [*common, *extra], kafka)
         rates[label], outputs[label] = output_rate(kafka, out, events)
-    same = sorted(outputs["sql, user windows"]) == sorted(outputs["datastream, user windows"])
-    print(f"user-window rows identical between implementations: {same}", file=sys.stderr)
+    sql, datastream = "sql, user windows", "datastream, user windows"
+    require_same_rows((sql, datastream), outputs[sql], outputs[datastream])
     return rates
 
 
@@ -120,21 +132,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stack = StackSettings.from_env()
     redis_url = os.environ.get("STREAMREC_REDIS_URL", stack.redis_url)
-    with kafka_for_run() as kafka:
-        rates = throughput(kafka, stack.cache_dir, args.loops)
-        with live_pipeline(kafka, redis_url, stack.cache_dir) as source:
-            latencies = measure_freshness(kafka, redis_url, source, args.rate, args.seconds)
-    p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+    try:
+        with kafka_for_run() as kafka:
+            rates = throughput(kafka, stack.cache_dir, args.loops)
+            with live_pipeline(kafka, redis_url, stack.cache_dir) as source:
+                fresh = measure_freshness(kafka, redis_url, source, args.rate, args.seconds)
+    except BenchmarkFailure as failure:
+        return fail(failure)
+    p50, p99 = fresh.p(50), fresh.p(99)
     print_table(["implementation", "events/s"], [(k, f"{v:,.0f}") for k, v in rates.items()])
     print_table(["freshness (event produced -> readable)", "ms"],
-                [("p50", f"{p50:.0f}"), ("p99", f"{p99:.0f}"), ("samples", str(len(latencies))),
-                 ("mean", f"{statistics.mean(latencies):.0f}")])  # fmt: skip
+                [("p50", f"{p50:.0f}"), ("p99", f"{p99:.0f}"), ("samples", str(fresh.samples)),
+                 ("unreadable", f"{fresh.unreadable} ({fresh.unreadable_rate:.2%})")])  # fmt: skip
     save_bar_plot(args.plot, "Feature job throughput (events/s, one partition)",
                   list(rates), {"events/s": list(rates.values())})  # fmt: skip
     print(f"plot: {args.plot}")
     print(result_line(events_per_s=rates["sql, all views"], freshness_p50_ms=p50,
-                      freshness_p99_ms=p99,
-                      other_impl_events_per_s=rates["datastream, user windows"]))  # fmt: skip
+                      freshness_p99_ms=p99, freshness_unreadable=fresh.unreadable,
+                      freshness_unreadable_rate=f"{fresh.unreadable_rate:.4f}",
+                      other_impl_events_per_s=rates["datastream, user windows"],
+                      user_windows_equal=1))  # fmt: skip
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -11,14 +10,36 @@ from dataclasses import dataclass, field
 import redis
 
 from jobs.datasets import RowAudit, read_dataset
-from jobs.feature_writer.redis_store import read_rows
 from jobs.replay.producer import KeyedProducer, user_key
 from schemas.codec import event_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
+from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
+from tests.benchmarks.report import failure_percentile, failure_rate
 
 VIEW = "user_recent_clicks"
 WARM_UP_S = 5
+READABLE_WAIT_S = 30  # after the last send; a sampled click not readable by then is a failure
+
+
+@dataclass(frozen=True)
+class Freshness:
+    """Latencies of the sampled clicks that became readable, and how many never did."""
+
+    latencies_ms: list[float]
+    unreadable: int
+
+    @property
+    def samples(self) -> int:
+        return len(self.latencies_ms) + self.unreadable
+
+    @property
+    def unreadable_rate(self) -> float:
+        return failure_rate(self.samples, self.unreadable)
+
+    def p(self, pct: float) -> float:
+        """Percentile with every unreadable click at +infinity."""
+        return failure_percentile(self.latencies_ms, self.unreadable, pct)
 
 
 @dataclass
@@ -26,32 +47,33 @@ class Probe:
     """Polls the online store for the sampled clicks that are not readable yet."""
 
     client: redis.Redis
-    pending: dict[int, tuple[int, int, float]] = field(default_factory=dict)
+    # (user, item, ts) -> send time: a user sampled twice keeps both probes.
+    pending: dict[tuple[int, int, int], float] = field(default_factory=dict)
     latencies_ms: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def expect(self, event: BehaviorEvent, sent_at: float) -> None:
         with self.lock:
-            self.pending[event.user_id] = (event.item_id, event.ts, sent_at)
+            self.pending[(event.user_id, event.item_id, event.ts)] = sent_at
 
     def run(self) -> None:
         while not self.stop.is_set():
             with self.lock:
-                users = list(self.pending)
+                users = sorted({user for user, _, _ in self.pending})
             if users:
                 rows = read_rows(self.client, VIEW, users, ["item_ids", "event_ts"])
                 seen_at = time.perf_counter()
                 for user, row in zip(users, rows, strict=True):
-                    self._check(user, row, seen_at)
+                    if row:
+                        self._check(user, set(zip(row["item_ids"], row["event_ts"], strict=True)),
+                                    seen_at)  # fmt: skip
             time.sleep(0.002)
 
-    def _check(self, user: int, row: dict[str, list[int]] | None, seen_at: float) -> None:
+    def _check(self, user: int, clicks: set[tuple[int, int]], seen_at: float) -> None:
         with self.lock:
-            item, ts, sent_at = self.pending.get(user, (0, 0, 0.0))
-            if row and (item, ts) in zip(row["item_ids"], row["event_ts"], strict=True):
-                self.latencies_ms.append((seen_at - sent_at) * 1000)
-                del self.pending[user]
+            for key in [k for k in self.pending if k[0] == user and k[1:] in clicks]:
+                self.latencies_ms.append((seen_at - self.pending.pop(key)) * 1000)
 
 
 def live_events(count: int) -> list[BehaviorEvent]:
@@ -90,8 +112,8 @@ def measure_freshness(
     rate: int,
     seconds: int,
     sample_every: int = 10,
-) -> list[float]:
-    """Latencies (ms) of every ``sample_every``-th event sent at ``rate`` events/s."""
+) -> Freshness:
+    """Every ``sample_every``-th event sent at ``rate`` events/s: its latency, or unreadable."""
     probe = Probe(redis.Redis.from_url(redis_url))
     thread = threading.Thread(target=probe.run, daemon=True)
     thread.start()
@@ -104,14 +126,12 @@ def measure_freshness(
         probe.latencies_ms.clear()
     send_paced(producer, topic, probe, events[rate * WARM_UP_S :], rate, sample_every)
     producer.flush()
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + READABLE_WAIT_S
     while probe.pending and time.monotonic() < deadline:
         time.sleep(0.1)
     probe.stop.set()
     thread.join()
-    if probe.pending:
-        print(f"{len(probe.pending)} sampled clicks never became readable", file=sys.stderr)
-    return probe.latencies_ms
+    return Freshness(list(probe.latencies_ms), len(probe.pending))
 
 
 def send_paced(
@@ -127,9 +147,3 @@ def send_paced(
         sent = send(producer, topic, event)
         if sample_every and n % sample_every == 0:
             probe.expect(sent, time.perf_counter())
-
-
-def percentile(values: list[float], pct: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]

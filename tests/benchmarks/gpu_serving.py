@@ -10,8 +10,9 @@ Two commands:
   one of the reference size), measures the raw torch bf16 model's peak
   candidates/s on the GPU, then serves it through tritonserver's python backend
   (torch bf16 on CUDA, DLPack in and out, several instances, dynamic batching)
-  and measures served candidates/s and p50/p99 for several users per request and
-  client counts. Clients are separate processes speaking Triton's HTTP/REST
+  and measures served candidates/s (over the measured wall time, first request's
+  start to last one's end) and p50/p99 (failed requests at +infinity) for several
+  users per request and client counts. Clients are separate processes speaking Triton's HTTP/REST
   protocol with the binary tensor extension (stdlib only: the host may lack
   tritonclient). Writes a JSON and a table, ends with a RESULT line.
 
@@ -38,6 +39,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tests.benchmarks.report import failure_percentile
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BACKEND_SOURCE = Path(__file__).resolve().parent / "gpu_serving_backend.py"
@@ -275,24 +278,30 @@ def client_loop(
     seed: int,
     start_at: float,
     seconds: float,
-) -> tuple[list[float], int]:
-    """One client process: requests back to back from `start_at` for `seconds`."""
+) -> tuple[list[float], int, float, float]:
+    """One client process: requests back to back from `start_at` for `seconds`.
+
+    Returns the latencies (s), the errors, and the wall-clock times (`time.time()`,
+    comparable across processes) when its first request started and its last ended.
+    """
     body, head_len = encode_request(make_inputs(users, candidates, *limits, seed))
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     post(conn, body, head_len)  # connect and warm up outside the window
     while time.time() < start_at:
         time.sleep(0.001)
     latencies, errors = [], 0
+    began = time.time()
     end = start_at + seconds
-    while (now := time.perf_counter()) and time.time() < end:
+    while time.time() < end:
+        sent = time.perf_counter()
         try:
             post(conn, body, head_len)
         except (RuntimeError, OSError):
             errors += 1
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
             continue
-        latencies.append(time.perf_counter() - now)
-    return latencies, errors
+        latencies.append(time.perf_counter() - sent)
+    return latencies, errors, began, time.time()
 
 
 def served(
@@ -305,17 +314,29 @@ def served(
     ]
     with multiprocessing.get_context("spawn").Pool(clients) as pool:
         outcomes = pool.starmap(client_loop, jobs)
-    latencies = np.asarray([x for lats, _ in outcomes for x in lats]) * 1000
-    errors = sum(e for _, e in outcomes)
-    requests = len(latencies)
+    return {"users_per_request": users, "clients": clients,
+            **served_figures(outcomes, users * args.candidates)}  # fmt: skip
+
+
+def served_figures(
+    outcomes: Sequence[tuple[list[float], int, float, float]], cands_per_request: int
+) -> dict[str, Any]:
+    """Served figures of one measurement, from every client's outcome.
+
+    The rate divides by the measured wall time, from the first request's start to
+    the last one's end (later than the configured window: the last requests run
+    past it), not by ``--seconds``; failed requests count at +infinity in p50/p99.
+    """
+    latencies = [x * 1000 for lats, *_ in outcomes for x in lats]
+    errors = sum(e for _, e, _, _ in outcomes)
+    elapsed = max(last for *_, last in outcomes) - min(first for *_, first, _ in outcomes)
     return {
-        "users_per_request": users,
-        "clients": clients,
-        "requests": requests,
+        "requests": len(latencies),
         "errors": errors,
-        "cands_per_s": requests * users * args.candidates / args.seconds,
-        "p50_ms": float(np.percentile(latencies, 50)) if requests else float("nan"),
-        "p99_ms": float(np.percentile(latencies, 99)) if requests else float("nan"),
+        "elapsed_s": elapsed,
+        "cands_per_s": len(latencies) * cands_per_request / elapsed,
+        "p50_ms": failure_percentile(latencies, errors, 50),
+        "p99_ms": failure_percentile(latencies, errors, 99),
     }
 
 

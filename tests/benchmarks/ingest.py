@@ -21,13 +21,13 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 
 from jobs.datasets import RowAudit, read_dataset
-from jobs.localstack.session import kafka_for_run
 from jobs.replay.producer import PRODUCER_DEFAULTS, user_key
 from jobs.replay.run import ReplayOptions, run_replay
 from schemas.codec import event_codec
 from schemas.consumer import CONSUMER_DEFAULTS, RecordConsumer
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
+from tests.support.kafka_session import kafka_for_run
 
 PARTITIONS = 4
 

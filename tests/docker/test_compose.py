@@ -126,7 +126,7 @@ def test_the_flink_job_uses_the_jars_the_image_builds(services: dict[str, Any]) 
         "streamrec-flink-functions.jar",
     ]
     from jobs.features.functions_jar import JAR_NAME
-    from jobs.localstack.flink_connectors import KAFKA_CONNECTOR
+    from jobs.features.maven import KAFKA_CONNECTOR
 
     assert Path(jars[1]).name == JAR_NAME
     assert Path(jars[0]).name == f"{KAFKA_CONNECTOR[1]}-{KAFKA_CONNECTOR[2]}.jar"

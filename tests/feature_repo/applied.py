@@ -26,6 +26,7 @@ from jobs.feature_writer.feast_env import (
     load_store,
 )
 from tests.conftest import Endpoints
+from tests.support import requirements
 
 REPO = Path(__file__).resolve().parents[2] / "feature_repo"
 
@@ -68,8 +69,7 @@ def applied_copy(tmp: Path, redis_url: str) -> AppliedRepo:
 
 @pytest.fixture(scope="session")
 def feast_repo(stack: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppliedRepo]:
-    if not stack.redis_url:
-        pytest.skip("no Redis: set STREAMREC_TEST_REDIS_URL with an external stack")
-    applied = applied_copy(tmp_path_factory.mktemp("feast"), stack.redis_url)
+    redis_url = requirements.redis_url(stack.redis_url)
+    applied = applied_copy(tmp_path_factory.mktemp("feast"), redis_url)
     yield applied
     applied.client.close()

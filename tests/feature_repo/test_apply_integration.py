@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobs.feature_writer.views import VIEWS
+from schemas.views import VIEWS
 from tests.feature_repo.applied import AppliedRepo
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""feature_repo/ has Feast's canonical shape, and the writer's view specs match it."""
+"""feature_repo/ has Feast's canonical shape, and its views are the ones of schemas.views."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 from feast import Entity, FeatureView, PushSource
 from feast.types import Array, Float64, Int64, String
 
-from jobs.feature_writer.feast_format import FeatureKind
-from jobs.feature_writer.views import VIEWS
+from schemas.views import ENTITIES, VIEWS, FeatureKind
 
 REPO = Path(__file__).resolve().parents[2] / "feature_repo"
 KIND_OF = {
@@ -60,13 +59,13 @@ def test_entities(definitions: ModuleType) -> None:
         "item": "item_id",
         "category": "category_id",
     }
+    assert {e.name: e.join_key for e in ENTITIES} == {n: e.join_key for n, e in entities.items()}
 
 
-def test_views_match_the_writer_specs(definitions: ModuleType) -> None:
+def test_views_are_built_from_schemas_views(definitions: ModuleType) -> None:
     views = objects(definitions, FeatureView)
     assert sorted(views) == sorted(VIEWS)
     for name, view in views.items():
-        assert isinstance(view, FeatureView)
         spec = VIEWS[name]
         assert view.join_keys == [spec.join_key]
         assert view.online
@@ -74,4 +73,5 @@ def test_views_match_the_writer_specs(definitions: ModuleType) -> None:
         assert features == [(f.name, f.kind) for f in spec.features]
         assert isinstance(view.stream_source, PushSource)
         assert view.stream_source.batch_source is not None
-        assert view.ttl is not None and view.ttl.total_seconds() > 0
+        assert view.ttl == spec.ttl and view.ttl.total_seconds() > 0
+        assert view.description == spec.description

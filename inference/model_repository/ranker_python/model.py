@@ -30,6 +30,7 @@ try:
 except ImportError:  # imported outside Triton: unit tests use the pure functions below
     pb_utils = None
 
+# The stub cannot import schemas.ranking: these restate it, and a test keeps them equal.
 SEQ_LEN = 50
 USER_DENSE_SIZE = 4
 ITEM_DENSE_SIZE = 5

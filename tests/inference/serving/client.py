@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import tritonclient.grpc as grpcclient  # type: ignore[import-untyped]
 
-from inference.ranking.contract import SCORES
+from schemas.ranking import SCORES
 
 _DATATYPES = {np.dtype(np.int32): "INT32", np.dtype(np.float32): "FP32"}
 

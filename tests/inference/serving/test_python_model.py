@@ -82,3 +82,14 @@ def test_a_mixed_batch_scores_as_each_request_alone(session: Any) -> None:
         assert scores.shape == alone.shape
         assert scores.flags.c_contiguous
         np.testing.assert_allclose(scores, alone, atol=1e-6)
+
+
+def test_the_served_model_agrees_with_the_ranking_contract() -> None:
+    """Triton's stub cannot import the project, so model.py restates the contract's sizes."""
+    from schemas import ranking
+
+    assert model_py.SEQ_LEN == ranking.SEQ_LEN
+    assert len(ranking.USER_DENSE_FEATURES) == model_py.USER_DENSE_SIZE
+    assert len(ranking.ITEM_DENSE_FEATURES) == model_py.ITEM_DENSE_SIZE
+    assert model_py.INPUT_NAMES == ranking.INPUT_NAMES
+    assert model_py.OUTPUT_NAME == ranking.SCORES

@@ -63,8 +63,8 @@ def test_concurrent_requests_of_mixed_shapes_batch_correctly(
         np.testing.assert_allclose(scores, expected, atol=1e-5, rtol=0)
 
 
-def test_metrics_port_counts_successful_requests(triton: TritonServer, client: Any) -> None:
-    infer(client, triton.model, _inputs(1, 3, seed=1))
+def successful_requests(triton: TritonServer) -> float:
+    """Triton's ``nv_inference_request_success`` for the test model (0 before any request)."""
     with urllib.request.urlopen(triton.metrics_url, timeout=5) as response:
         text = response.read().decode()
     lines = [
@@ -72,4 +72,12 @@ def test_metrics_port_counts_successful_requests(triton: TritonServer, client: A
         for line in text.splitlines()
         if line.startswith("nv_inference_request_success") and f'model="{triton.model}"' in line
     ]
-    assert lines and float(lines[0].rsplit(" ", 1)[1]) >= 1
+    return float(lines[0].rsplit(" ", 1)[1]) if lines else 0.0
+
+
+def test_metrics_port_counts_successful_requests(triton: TritonServer, client: Any) -> None:
+    before = successful_requests(triton)
+    for seed in range(3):
+        infer(client, triton.model, _inputs(1, 3, seed=seed))
+    # The session's other tests also use this server, so count the difference.
+    assert successful_requests(triton) - before == 3

@@ -56,9 +56,15 @@ class Hammer:
         for thread in self.threads:
             thread.join(timeout=60)
 
-    def wait_for(self, count: int, timeout_s: float = 30.0) -> None:
+    def wait_for(self, count: int, timeout_s: float = 60.0) -> None:
+        """Until ``count`` answers arrived; fails loudly, with the errors seen, if not."""
         deadline = time.monotonic() + timeout_s
-        while len(self.answers) < count and time.monotonic() < deadline:
+        while len(self.answers) < count:
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"{len(self.answers)} of {count} answers within {timeout_s} s; "
+                    f"errors: {self.errors[-3:]}"
+                )
             time.sleep(0.05)
 
 

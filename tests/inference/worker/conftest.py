@@ -20,6 +20,7 @@ from tests.inference.worker.world import (
     stream_events,
     write_features,
 )
+from tests.support import requirements
 
 __all__ = ["feast_repo"]
 WORLD_EVENTS = 3000
@@ -27,18 +28,14 @@ WORLD_EVENTS = 3000
 
 @pytest.fixture(scope="session")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    try:
-        events = stream_events(WORLD_EVENTS)
-    except FileNotFoundError as exc:
-        pytest.skip(str(exc))
+    requirements.dataset("taobao")
+    events = stream_events(WORLD_EVENTS)
     return build_world(tmp_path_factory.mktemp("worker-model"), events)
 
 
 @pytest.fixture(scope="session")
 def redis_client(stack: Endpoints) -> Iterator[redis.Redis]:
-    if not stack.redis_url:
-        pytest.skip("no Redis: set STREAMREC_TEST_REDIS_URL with an external stack")
-    client = redis.Redis.from_url(stack.redis_url)
+    client = redis.Redis.from_url(requirements.redis_url(stack.redis_url))
     yield client
     client.close()
 

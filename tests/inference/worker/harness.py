@@ -134,22 +134,37 @@ class OutputReader:
         )
         self.consumer = Consumer(config)
         self.consumer.subscribe([topic])
+        self.topic = topic
         self.raw: list[bytes] = []
 
     def read_until(self, count: int, timeout_s: float, settle_s: float = 0.0) -> list[bytes]:
-        """Until ``count`` records were seen (then ``settle_s`` longer) or the timeout."""
+        """Until ``count`` records were seen, then ``settle_s`` longer (to catch extras).
+
+        Fails loudly if ``count`` is not reached within ``timeout_s``: a silent
+        timeout would leave the caller asserting on whatever had arrived.
+        """
         deadline = time.monotonic() + timeout_s
-        settle_until: float | None = None
-        while time.monotonic() < deadline:
-            if settle_until is None and len(self.raw) >= count:
-                settle_until = time.monotonic() + settle_s
-            if settle_until is not None and time.monotonic() >= settle_until:
-                break
-            for message in self.consumer.consume(1000, timeout=0.2):
-                value = message.value()
-                if message.error() is None and value is not None:
-                    self.raw.append(value)
+        while len(self.raw) < count:
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"{len(self.raw)} of {count} records on {self.topic} within {timeout_s} s"
+                )
+            self._poll()
+        self.settle(settle_s)
         return self.raw
+
+    def settle(self, seconds: float) -> list[bytes]:
+        """Keep reading for ``seconds`` (duplicates or stragglers land in ``raw``)."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            self._poll()
+        return self.raw
+
+    def _poll(self) -> None:
+        for message in self.consumer.consume(1000, timeout=0.2):
+            value = message.value()
+            if message.error() is None and value is not None:
+                self.raw.append(value)
 
     def recommendations(self) -> list[Recommendation]:
         codec = recommendation_codec()

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-from inference.ranking.contract import ZERO_ITEM_DENSE, user_dense_vector
+import pytest
+
 from inference.worker.features import TIMESTAMP, item_features, top_items, user_features
+from schemas.ranking import ZERO_ITEM_DENSE
 
 
 def test_unknown_user_has_no_sequence_and_no_time() -> None:
     user = user_features(7, None, None)
     assert user.items == [] and user.features_at is None
-    assert user.dense == user_dense_vector(0, 0, 0, 0)
+    assert user.dense == [0.0, 0.0, 0.0, 0.0]  # log1p(0)
 
 
 def test_fresh_sequence_wins_and_viewed_or_bought_items_are_excluded() -> None:
@@ -30,7 +32,8 @@ def test_fresh_sequence_wins_and_viewed_or_bought_items_are_excluded() -> None:
     user = user_features(7, recent, window)
     assert user.items == [1, 2, 3] and user.categories == [10, 20, 30]
     assert user.excluded == {1, 3, 9}
-    assert user.dense == user_dense_vector(3, 1, 1, 1)
+    # log1p of the window counts 3, 1, 1, 1, worked by hand: ln 4, ln 2, ln 2, ln 2.
+    assert user.dense == pytest.approx([1.3862944, 0.6931472, 0.6931472, 0.6931472])
     assert user.features_at == 2000
 
 

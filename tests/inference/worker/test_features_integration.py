@@ -8,7 +8,7 @@ import pytest
 
 from inference.worker.features import TIMESTAMP, FeatureReader
 from inference.worker.inventory import inventory_key, mark
-from jobs.feature_writer.views import VIEWS
+from schemas.views import VIEWS
 from tests.feature_repo.applied import AppliedRepo
 from tests.inference.worker.world import World, changelog, write_features
 

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.ranking.contract import (
+from inference.worker.inputs import UserInput, assemble, chunks, split_scores
+from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,
@@ -11,7 +12,6 @@ from inference.ranking.contract import (
     SEQ_LEN,
     USER_DENSE,
 )
-from inference.worker.inputs import UserInput, assemble, chunks, split_scores
 
 
 def user(cands: list[int], seq: list[int]) -> UserInput:

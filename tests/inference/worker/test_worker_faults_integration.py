@@ -152,8 +152,9 @@ def test_triton_stopped_mid_run_gives_flagged_fallbacks_then_normal_answers(
         for rec in down:
             assert rec.degraded and rec.items and rec.model_version.startswith("fallback")
             assert set(rec.degraded_reasons) <= {"triton_unavailable", "triton_timeout"}
-        # Within the time budget: one failed call at most, then the breaker answers at once.
-        assert max(r.produced_at for r in down) - started < 30_000
+        # One failed call at most, then the breaker answers at once: the whole burst
+        # within ten Triton timeouts (3 s each), a bound tied to the setting, not the box.
+        assert max(r.produced_at for r in down) - started < 10 * 3000
         local.up(["triton"])
         deadline = time.monotonic() + 180
         recovered: list[Recommendation] = []

@@ -17,9 +17,8 @@ from pathlib import Path
 
 import redis
 
-from inference.worker.artifacts import ModelArtifacts, write_random_artifacts
-from jobs.datasets import RowAudit, default_path, read_dataset
-from jobs.feature_writer.redis_store import OnlineStoreWriter
+from inference.worker.artifacts import ModelArtifacts
+from jobs.datasets import RowAudit, read_dataset
 from jobs.feature_writer.rows import ConversionOptions, to_rows
 from schemas.codec import wall_clock_ms
 from schemas.features import (
@@ -32,16 +31,17 @@ from schemas.features import (
     pack_event,
     pack_trend,
 )
+from schemas.online.redis_store import OnlineStoreWriter
 from schemas.records import BehaviorEvent, RecRequest
+from tests.support import requirements
+from tests.support.artifacts import write_random_artifacts
 
 HOUR_MS = 3_600_000
 
 
 def stream_events(limit: int) -> list[BehaviorEvent]:
     """The first ``limit`` events of the Taobao stream, moved to end one minute ago."""
-    path = default_path("taobao")
-    if not path.exists():
-        raise FileNotFoundError(f"the Taobao stream is not at {path} (set STREAMREC_DATA_DIR)")
+    path = requirements.dataset("taobao")
     events = list(itertools.islice(read_dataset("taobao", path, RowAudit()), limit))
     shift = wall_clock_ms() - 60_000 - max(e.ts for e in events)
     return [

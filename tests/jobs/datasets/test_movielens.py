@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.datasets import RowAudit, default_path, read_dataset
+from jobs.datasets import RowAudit, read_dataset
 from jobs.datasets.movielens import GENRES, UNKNOWN_GENRE_ID, genre_category, rating_behavior
+from tests.support import requirements
 
 
 def test_adapter_rules() -> None:
@@ -35,7 +36,7 @@ def test_small_folder(tmp_path: Path) -> None:
 
 def test_reads_the_real_ratings() -> None:
     audit = RowAudit()
-    events = list(read_dataset("movielens", default_path("movielens"), audit))
+    events = list(read_dataset("movielens", requirements.dataset("movielens"), audit))
     assert audit.rows == 100_836
     assert audit.bad_rows == 0
     assert len(events) + audit.filtered == audit.rows

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.datasets import RowAudit, default_path, read_dataset
+from jobs.datasets import RowAudit, read_dataset
 from jobs.datasets.taobao import parse_taobao_line, read_taobao
 from schemas.records import BehaviorEvent
+from tests.support import requirements
 
 
 def test_parses_a_row_into_milliseconds() -> None:
@@ -37,7 +38,7 @@ def test_bad_rows_are_counted_with_reasons_not_fatal(tmp_path: Path) -> None:
 
 def test_reads_the_whole_real_stream_file() -> None:
     audit = RowAudit()
-    events = list(read_dataset("taobao", default_path("taobao"), audit))
+    events = list(read_dataset("taobao", requirements.dataset("taobao"), audit))
     assert len(events) == 110_300
     assert audit.bad_rows == 0
     assert events == sorted(events, key=lambda e: e.ts), "the stream file is time-ordered"

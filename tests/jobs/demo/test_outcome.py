@@ -25,7 +25,8 @@ def test_every_request_answered_once_is_exact() -> None:
     outcome = judge([asked("a"), asked("b")], [answered("a", 1_010), answered("b", 1_030, True)])
     assert outcome.exact
     assert (outcome.requests, outcome.answered, outcome.degraded) == (2, 2, 1)
-    assert outcome.latency_ms["p50"] in (10.0, 30.0)
+    # Nearest rank over [10, 30]: index round(0.5 * 1) = 0 (half to even), round(0.99) = 1.
+    assert outcome.latency_ms == {"p50": 10.0, "p95": 30.0, "p99": 30.0}
     assert outcome.feature_age_ms == {"p50": 500.0, "p95": 500.0, "p99": 500.0}
     assert outcome.routes == {"embedding": 2, "popular": 2}
     assert outcome.degraded_reasons == {"triton: unavailable": 1}

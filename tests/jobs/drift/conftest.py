@@ -5,20 +5,19 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from jobs.datasets import RowAudit, default_path, read_dataset
+from jobs.datasets import RowAudit, read_dataset
 from jobs.drift.columns import drift_rows
 from jobs.drift.reference import changelog_from_events, drift_frame
 from schemas.features import FeatureUpdate
 from schemas.records import BehaviorEvent
+from tests.support import requirements
 
 REFERENCE_ROWS = 100_000
 
 
 @pytest.fixture(scope="session")
 def stream_events() -> list[BehaviorEvent]:
-    path = default_path("taobao")
-    if not path.exists():
-        pytest.skip(f"the Taobao stream is not at {path} (set STREAMREC_DATA_DIR)")
+    path = requirements.dataset("taobao")
     return list(read_dataset("taobao", path, RowAudit()))
 
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from jobs.drift.columns import (
     COLUMN_NAMES,
+    COLUMNS,
     OTHER_CATEGORY,
     bucket_categories,
     drift_row,
@@ -69,3 +70,12 @@ def test_categories_bucket_on_the_reference_vocabulary() -> None:
     vocabulary = top_categories([3, 3, 3, 5, 5, 8, None, float("nan")], keep=2)
     assert vocabulary == [3, 5]
     assert bucket_categories([3, 8, None, 5.0], vocabulary) == ["c3", OTHER_CATEGORY, None, "c5"]
+
+
+def test_every_feature_column_comes_from_a_defined_view() -> None:
+    from schemas.features import VIEW_TAGS
+    from schemas.views import VIEWS, view_of_tag
+
+    sources = {column.source for column in COLUMNS} - {"recommendations"}
+    assert sources <= set(VIEW_TAGS)
+    assert {view_of_tag(tag).name for tag in sources} <= set(VIEWS)

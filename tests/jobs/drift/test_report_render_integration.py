@@ -11,17 +11,18 @@ from PIL import Image
 from jobs.drift.check import CheckRules, CheckWindow, run_check
 from jobs.drift.columns import drift_rows
 from jobs.drift.reports import write_report
-from jobs.drift.shift import Shift, category_swap, shift_rows
 from schemas.features import FeatureUpdate
 from schemas.records import BehaviorEvent
-from tests.jobs.drift.browser import cell_texts, chromium_path, rendered_dom, screenshot
+from tests.jobs.drift.browser import cell_texts, rendered_dom, screenshot
+from tests.support import requirements
+from tests.support.drift_shift import Shift, category_swap, shift_rows
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        chromium_path() is None, reason="chromium not installed (apt-get install chromium)"
-    ),
-]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module", autouse=True)
+def browser() -> str:
+    return requirements.chromium()
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,13 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from jobs.drift.reference import save_reference
-from jobs.drift.shift import Shift, category_swap, shift_rows
 from schemas.features import FeatureUpdate
 from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 from tests.conftest import TopicFactory
 from tests.jobs.drift.harness import run_watch_over, watch_settings
+from tests.support.drift_shift import Shift, category_swap, shift_rows
 
 pytestmark = pytest.mark.integration
 

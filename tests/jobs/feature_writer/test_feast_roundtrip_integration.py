@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import itertools
+import time
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from jobs.feature_writer.redis_store import OnlineStoreWriter, read_rows
-from jobs.feature_writer.rows import ConversionOptions, FeatureRow, to_row
-from jobs.feature_writer.views import VIEWS
+from jobs.feature_writer.rows import ConversionOptions, to_row
 from schemas.features import FeatureUpdate
+from schemas.online.feast_format import FeatureRow, layout
+from schemas.online.redis_store import OnlineStoreWriter, read_rows
+from schemas.views import VIEWS
 from tests.feature_repo.applied import AppliedRepo
 from tests.jobs.feature_writer.samples import T0, category_window, item_window, recent, user_window
 
@@ -148,11 +150,15 @@ def test_older_row_never_replaces_what_feast_wrote(feast_repo: AppliedRepo) -> N
 def test_key_ttl_is_set_only_when_configured(feast_repo: AppliedRepo) -> None:
     rows = sample_rows()
     OnlineStoreWriter(feast_repo.client, feast_repo.project).write(rows[:1])
+    written_at = time.monotonic()
     OnlineStoreWriter(feast_repo.client, feast_repo.project, key_ttl_seconds=3600).write(rows[1:2])
-    key = rows[0].view.redis_key(rows[0].entity_id, feast_repo.project)
+    key = layout(rows[0].view).redis_key(rows[0].entity_id, feast_repo.project)
     assert feast_repo.client.ttl(key) == -1  # no expiry, as Feast without key_ttl_seconds
-    key = rows[1].view.redis_key(rows[1].entity_id, feast_repo.project)
-    assert 3590 <= feast_repo.client.ttl(key) <= 3600  # type: ignore[operator]
+    key = layout(rows[1].view).redis_key(rows[1].entity_id, feast_repo.project)
+    remaining_ms = feast_repo.client.pttl(key)
+    # The TTL counts down from 3600 s: no more than the time since the write has gone.
+    elapsed_ms = (time.monotonic() - written_at) * 1000
+    assert 3_600_000 - elapsed_ms - 1000 <= remaining_ms <= 3_600_000  # type: ignore[operator]
 
 
 def test_script_reloads_after_script_flush(feast_repo: AppliedRepo) -> None:

@@ -8,10 +8,11 @@ from typing import Any
 import redis
 
 from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
-from jobs.feature_writer.redis_store import WriteResult
-from jobs.feature_writer.rows import ConversionOptions, FeatureRow
+from jobs.feature_writer.rows import ConversionOptions
 from schemas.errors import InvalidRecord
 from schemas.features import UserRecentEvents
+from schemas.online.feast_format import FeatureRow
+from schemas.online.redis_store import WriteResult
 from tests.jobs.feature_writer.samples import T0, item_window, recent
 
 

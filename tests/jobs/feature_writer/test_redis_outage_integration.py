@@ -16,12 +16,12 @@ import redis
 from confluent_kafka import Producer
 
 from jobs.feature_writer.cli import redis_client
-from jobs.feature_writer.codec import feature_update_codec
 from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
-from jobs.feature_writer.redis_store import OnlineStoreWriter, read_rows
 from jobs.feature_writer.rows import ConversionOptions
+from schemas.codec import feature_update_codec
 from schemas.consumer import RecordConsumer
 from schemas.kafka import KafkaSettings
+from schemas.online.redis_store import OnlineStoreWriter, read_rows
 from tests.conftest import TopicFactory, free_port
 from tests.jobs.feature_writer.samples import T0, item_window
 from tests.jobs.feature_writer.test_writer_e2e_integration import committed

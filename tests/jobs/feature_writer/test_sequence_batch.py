@@ -8,7 +8,6 @@ import pytest
 from feast.protos.feast.types.Value_pb2 import Int64List, StringList
 from feast.protos.feast.types.Value_pb2 import Value as ValueProto
 
-from jobs.feature_writer.feast_format import decode_value
 from jobs.feature_writer.rows import (
     ConversionOptions,
     convert_batch,
@@ -17,6 +16,7 @@ from jobs.feature_writer.rows import (
 )
 from jobs.feature_writer.sequence_batch import encode_sequences
 from schemas.features import FeatureUpdate, UserRecentEvents, pack_event
+from schemas.online.feast_format import decode_value
 from tests.jobs.feature_writer.samples import T0, item_window, recent
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from jobs.features.flink_client import zip_packages
 from jobs.features.functions_jar import functions_jar
+from jobs.features.maven import kafka_connector_jar
 from jobs.localstack import Stack, StackSettings, flink_jobs
-from jobs.localstack.flink_connectors import kafka_connector_jar
 from jobs.replay.run import ReplayOptions, run_replay
 from schemas.kafka import KafkaSettings
 from tests.conftest import REPO_ROOT, TopicFactory, free_port
@@ -45,7 +46,7 @@ def test_cluster_run_equals_local_run(
 
     remote = JobTopics(local.source, local.source + "-cluster", local.source + "-cluster-dlq")
     jars = [kafka_connector_jar(cluster.cache_dir), functions_jar(cluster.cache_dir)]
-    archive = flink_jobs.zip_packages(REPO_ROOT, ["jobs", "schemas"], tmp_path / "job.zip")
+    archive = zip_packages(REPO_ROOT, ["jobs", "schemas"], tmp_path / "job.zip")
     jar_flags = [flag for jar in jars for flag in ("--jar", str(jar))]
     args = [*remote.args(), "--bounded", "--detach", "--bootstrap-servers",
             kafka.bootstrap_servers, *jar_flags]  # fmt: skip

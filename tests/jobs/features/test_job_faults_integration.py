@@ -51,6 +51,14 @@ def event(user: int, minutes: float, item: int = 10) -> bytes:
     return event_codec().encode(BehaviorEvent(user, item, 100, "pv", T + int(minutes * MIN)))
 
 
+def has_window(kafka: KafkaSettings, topic: str, user: int, end: int) -> Callable[[], bool]:
+    def check() -> bool:
+        rows = changelog(kafka, topic)["user_window"]
+        return any(row.user_id == user and row.window_end == end for row in rows)  # type: ignore[union-attr]
+
+    return check
+
+
 def has_recent_row(kafka: KafkaSettings, topic: str, user: int) -> Callable[[], bool]:
     def check() -> bool:
         rows = changelog(kafka, topic)["user_recent"]
@@ -73,7 +81,9 @@ def test_bad_out_of_order_and_late_events(
         send(producer, topics.source, event(1, 10 - 0.05))  # 3 s out of order: within 5 s
         send(producer, topics.source, event(99, 20), key=b"99")
         wait_until(has_recent_row(kafka, topics.changelog, 99), "the marker event")
-        time.sleep(2)  # let a periodic watermark (every 200 ms) pass T + 20 min - 5 s
+        # The watermark has passed T + 15 min once user 1's window ending there fired
+        # (a periodic watermark, every 200 ms): only then is the next event surely late.
+        wait_until(has_window(kafka, topics.changelog, 1, T + 15 * MIN), "the watermark")
         late = event(1, 1, item=11)
         send(producer, topics.source, late)
         send(producer, topics.source, event(98, 21), key=b"98")

@@ -23,6 +23,7 @@ from schemas.features import FeatureUpdate, pack_event
 from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 from tests.conftest import TopicFactory
+from tests.jobs.features import oracle
 from tests.jobs.features.harness import JobTopics, changelog, dead_letters, run_bounded
 from tests.jobs.features.test_reference import EVENTS, MIN, T
 
@@ -104,3 +105,31 @@ def test_taobao_nine_days_equal_the_reference_for_every_user(
     assert_matches_reference(views, events)
     assert len({row.user_id for row in views["user_window"]}) == 294  # type: ignore[union-attr]
     assert dead_letters(kafka, topics.dead_letters) == []
+
+
+def test_the_job_gives_the_hand_computed_oracle_rows(
+    kafka: KafkaSettings, topic_factory: TopicFactory
+) -> None:
+    """Window edges, ties, a cut sequence and tied trends, checked against rows worked by hand."""
+    topics = topics_for(topic_factory, partitions=1)  # one partition: arrival order is fixed
+    produce(kafka, topics.source, oracle.EVENTS)
+    run_bounded(kafka, topics, oracle.FLAGS)
+    views = changelog(kafka, topics.changelog)
+    expected: dict[str, Sequence[FeatureUpdate]] = {
+        "user_window": oracle.USER_WINDOWS,
+        "item_window": oracle.ITEM_WINDOWS,
+        "category_window": oracle.CATEGORY_WINDOWS,
+    }
+    for view, rows in expected.items():
+        assert len(views[view]) == len(rows), view
+        assert as_set(views[view]) == as_set(rows), view
+    # The changelog keeps each user's rows in order (keyed), not the order across users.
+    assert by_user(views["user_recent"]) == by_user(oracle.USER_RECENT)
+    assert dead_letters(kafka, topics.dead_letters) == []
+
+
+def by_user(rows: Sequence[FeatureUpdate]) -> dict[int, list[FeatureUpdate]]:
+    grouped: dict[int, list[FeatureUpdate]] = {}
+    for row in rows:
+        grouped.setdefault(row.user_id, []).append(row)  # type: ignore[union-attr]
+    return grouped

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import msgspec
+
 from jobs.features.reference import (
     WindowSpec,
     category_windows,
@@ -12,6 +16,7 @@ from jobs.features.reference import (
 )
 from schemas.features import pack_event, pack_trend
 from schemas.records import BehaviorEvent
+from tests.jobs.features import oracle
 
 MIN = 60_000
 SPEC = WindowSpec(window_ms=30 * MIN, slide_ms=5 * MIN, sequence_length=2, top_items=2)
@@ -74,3 +79,15 @@ def test_user_recent_is_the_last_arrivals_per_event() -> None:
         pack_event(T + 7 * MIN, 10, 100, "cart"),
         pack_event(T + 33 * MIN, 11, 100, "buy"),
     ]
+
+
+def test_the_reference_agrees_with_the_hand_computed_oracle() -> None:
+    items = item_windows(oracle.EVENTS, oracle.SPEC)
+    assert sorted_rows(user_windows(oracle.EVENTS, oracle.SPEC)) == sorted_rows(oracle.USER_WINDOWS)
+    assert sorted_rows(items) == sorted_rows(oracle.ITEM_WINDOWS)
+    assert sorted_rows(category_windows(items, oracle.SPEC)) == sorted_rows(oracle.CATEGORY_WINDOWS)
+    assert user_recent(oracle.EVENTS, oracle.SPEC) == oracle.USER_RECENT
+
+
+def sorted_rows(rows: Iterable[msgspec.Struct]) -> list[bytes]:
+    return sorted(msgspec.json.encode(row) for row in rows)

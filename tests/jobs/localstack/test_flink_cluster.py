@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from jobs.localstack import StackError, StackSettings, binaries
+from jobs.features import maven
+from jobs.features.errors import DependencyError
+from jobs.features.maven import connectors_dir, fetch_jar, kafka_connector_jar
+from jobs.localstack import StackError, StackSettings
 from jobs.localstack.flink_cluster import (
     FlinkJobManager,
     FlinkTaskManager,
@@ -16,7 +19,6 @@ from jobs.localstack.flink_cluster import (
     java_opts_from,
     render_flink_config,
 )
-from jobs.localstack.flink_connectors import connectors_dir, fetch_jar, kafka_connector_jar
 from jobs.localstack.stack import Stack, select
 
 
@@ -147,7 +149,7 @@ def test_fetch_jar_runs_maven_once_and_marks_success(
         "for a; do case $a in -DoutputDirectory=*) out=${a#*=};; esac; done\n"
         'echo jar > "$out/x-1.jar"'
     )
-    monkeypatch.setattr(binaries, "find_mvn", lambda: _fake_mvn(tmp_path, body))
+    monkeypatch.setattr(maven, "find_mvn", lambda: _fake_mvn(tmp_path, body))
     folder = tmp_path / "cache" / "flink-connectors"
     assert fetch_jar(folder, "g", "x", "1") == folder / "x-1.jar"
     assert fetch_jar(folder, "g", "x", "1") == folder / "x-1.jar"
@@ -161,20 +163,21 @@ def test_fetch_jar_failure_reports_maven_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = "echo 'Could not resolve g:x:1'; exit 1"
-    monkeypatch.setattr(binaries, "find_mvn", lambda: _fake_mvn(tmp_path, body))
-    with pytest.raises(StackError, match=r"(?s)fetching g:x:1 with Maven failed.*resolve g:x:1"):
+    monkeypatch.setattr(maven, "find_mvn", lambda: _fake_mvn(tmp_path, body))
+    with pytest.raises(
+        DependencyError, match=r"(?s)fetching g:x:1 with Maven failed.*resolve g:x:1"
+    ):
         fetch_jar(tmp_path / "c", "g", "x", "1")
     assert not list((tmp_path / "c").glob(".*complete"))
 
 
-def test_connector_location_accepts_settings_or_a_cache_dir(
+def test_connector_jar_already_fetched_is_not_fetched_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = _settings(tmp_path)
-    assert connectors_dir(settings) == connectors_dir(settings.cache_dir)
-    folder = connectors_dir(settings)
+    folder = connectors_dir(settings.cache_dir)
     folder.mkdir(parents=True)
     (folder / "flink-sql-connector-kafka-5.0.0-2.2.jar").write_text("jar")
     (folder / ".flink-sql-connector-kafka-5.0.0-2.2.complete").write_text("done")
-    monkeypatch.setattr(binaries, "find_mvn", lambda: pytest.fail("no download expected"))
+    monkeypatch.setattr(maven, "find_mvn", lambda: pytest.fail("no download expected"))
     assert kafka_connector_jar(settings.cache_dir).name == "flink-sql-connector-kafka-5.0.0-2.2.jar"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer
 
+from jobs.features.maven import kafka_connector_jar
 from jobs.localstack import Stack, StackSettings
 from jobs.localstack import flink_jobs as fj
 from jobs.localstack.flink_cluster import rest_json
-from jobs.localstack.flink_connectors import kafka_connector_jar
 from tests.jobs.localstack.test_integration import _free_ports, _processes_mentioning
 
 pytestmark = pytest.mark.integration
@@ -58,7 +58,7 @@ def _read_topic(bootstrap: str, topic: str, expected: int, timeout_s: float = 30
 
 def test_cluster_runs_a_submitted_sql_job_and_down_leaves_nothing(flink_stack: Stack) -> None:
     settings = flink_stack.settings
-    jar = kafka_connector_jar(settings)  # before the clock matters: a first run downloads
+    jar = kafka_connector_jar(settings.cache_dir)  # before the clock matters: a first run downloads
     flink_stack.up(["kafka", "flink"], timeout_s=90)
     statuses = {s.name: s for s in flink_stack.status(["kafka", "flink"])}
     assert all(s.healthy for s in statuses.values()), statuses

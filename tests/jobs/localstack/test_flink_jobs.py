@@ -1,9 +1,7 @@
 """Job submission and the REST helpers against a fake JobManager (no Flink started)."""
 
 import json
-import sys
 import threading
-import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,7 +11,6 @@ import pytest
 
 from jobs.localstack import StackError, StackSettings
 from jobs.localstack import flink_jobs as fj
-from jobs.localstack.flink_cluster import flink_home
 
 JOB = "0fcc306ede87cbd130736248a5e38c4c"
 TRACE = (
@@ -76,35 +73,6 @@ def fake(tmp_path: Path) -> Iterator[StackSettings]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def test_run_command_is_detached_python_module_with_our_interpreter(tmp_path: Path) -> None:
-    settings = StackSettings(tmp_path, tmp_path, 1, 2, 3, flink_rest_port=18081)
-    pyfiles = [tmp_path / "a.zip", tmp_path / "b.py"]
-    argv = fj.build_run_command(settings, "jobs.features.job", ["--rows", "5"], pyfiles)
-    assert argv[:2] == [str(flink_home() / "bin" / "flink"), "run"]
-    assert argv[2:5] == ["-m", "127.0.0.1:18081", "-d"]
-    assert argv[argv.index("-pyclientexec") + 1] == sys.executable
-    assert argv[argv.index("-pyexec") + 1] == sys.executable
-    assert argv[argv.index("-pyfs") + 1] == f"{tmp_path}/a.zip,{tmp_path}/b.py"
-    assert argv[-5:] == ["-pym", "jobs.features.job", "--", "--rows", "5"]
-    assert "-pyfs" not in fj.build_run_command(settings, "m", [], [])
-
-
-def test_job_id_is_parsed_from_the_cli_output() -> None:
-    output = f"some log line\nJob has been submitted with JobID {JOB}\n"
-    assert fj.parse_job_id(output) == JOB
-    with pytest.raises(StackError, match=r"(?s)printed no job id.*Traceback: boom"):
-        fj.parse_job_id("Traceback: boom\n")
-
-
-def test_zip_packages_makes_them_importable_from_the_zip_root(tmp_path: Path) -> None:
-    for name in ("pkg/__init__.py", "pkg/sub/mod.py", "pkg/__pycache__/x.pyc", "other/y.py"):
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text("")
-    archive = fj.zip_packages(tmp_path, ["pkg"], tmp_path / "out" / "src.zip")
-    with zipfile.ZipFile(archive) as opened:
-        assert sorted(opened.namelist()) == ["pkg/__init__.py", "pkg/sub/mod.py"]
 
 
 def test_submit_refuses_when_no_jobmanager_answers(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The pid guard and process-group shutdown, on plain `sh`/`sleep` processes (no services)."""
 
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,7 +62,14 @@ def test_stop_escalates_to_sigkill(tmp_path: Path, marker: str) -> None:
 
 
 def test_stop_leaves_a_stranger_alone(marker: str) -> None:
-    process.stop(os.getpid(), marker, timeout_s=0.1)  # must not signal the test runner
+    # A process whose command line lacks the marker (a reused pid) is not ours to stop.
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        process.stop(stranger.pid, marker, timeout_s=0.5)
+        assert stranger.poll() is None
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_output_goes_to_the_log_and_tail_reads_it(tmp_path: Path, marker: str) -> None:

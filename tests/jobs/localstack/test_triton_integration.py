@@ -9,7 +9,7 @@ import pytest
 
 from jobs.localstack import Stack, StackSettings, process
 from jobs.localstack.cli import main as stack_cli
-from tests.conftest import free_port
+from tests.conftest import distinct_free_ports
 
 pytestmark = pytest.mark.integration
 
@@ -17,9 +17,7 @@ pytestmark = pytest.mark.integration
 def test_triton_starts_reports_ready_and_stops_cleanly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    ports = {"HTTP": free_port(), "GRPC": free_port(), "METRICS": free_port()}
-    if len(set(ports.values())) < 3:
-        pytest.skip("the OS handed out the same free port twice; rerun")
+    ports = dict(zip(("HTTP", "GRPC", "METRICS"), distinct_free_ports(3), strict=True))
     for kind, port in ports.items():
         monkeypatch.setenv(f"STREAMREC_TRITON_{kind}_PORT", str(port))
     monkeypatch.setenv("STREAMREC_STACK_HOME", str(tmp_path / "home"))

@@ -9,9 +9,9 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 import torch
 
-from inference.ranking.contract import INPUT_NAMES, SCORES, SEQ_ITEMS, Float32Array
 from jobs.ranker.export import ModelInputs, example_inputs, export_all, random_model
 from jobs.ranker.model import DIN
+from schemas.ranking import INPUT_NAMES, SCORES, SEQ_ITEMS, Float32Array
 
 
 def _torch_scores(model: DIN, inputs: ModelInputs) -> Float32Array:

@@ -13,9 +13,7 @@ import onnxruntime as ort  # type: ignore[import-untyped]
 import pytest
 import torch
 
-from inference.ranking.contract import INPUT_NAMES, SCORES, Vocabulary
 from inference.worker.artifacts import ModelArtifacts
-from jobs.datasets import default_path
 from jobs.ranker.__main__ import main
 from jobs.ranker.artifacts import load_model
 from jobs.ranker.job import build_split
@@ -23,10 +21,8 @@ from jobs.ranker.metrics import evaluate
 from jobs.ranker.model import DINConfig
 from jobs.ranker.settings import TrainSettings
 from jobs.ranker.training import TrainConfig, score, train
-
-pytestmark = pytest.mark.skipif(
-    not default_path("taobao-9days").exists(), reason="shared Taobao data not present"
-)
+from schemas.ranking import INPUT_NAMES, SCORES, Vocabulary
+from tests.support import requirements
 
 SMALL = [
     "--max-train-rows", "6000", "--max-eval-rows", "300", "--epochs", "3", "--dim", "16",
@@ -45,6 +41,11 @@ ARTIFACTS = (
     "metrics.json",
     "manifest.json",
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def taobao_9days() -> Path:
+    return requirements.dataset("taobao-9days")
 
 
 @pytest.fixture(scope="module")
@@ -137,14 +138,26 @@ def test_same_seed_gives_the_same_losses_and_metrics() -> None:
     assert _small_training(seed=4)[0] != first[0]
 
 
-@pytest.mark.skipif(not default_path("movielens").exists(), reason="MovieLens not present")
 def test_movielens_runs_through_the_same_code_path(tmp_path: Path) -> None:
+    """The second dataset trains, exports and evaluates end to end.
+
+    A slice this small does not rank well on MovieLens (AUC near 0.5), so the
+    checks are what the code path must get right whatever the data: the loss
+    falls, every exported variant scores what the fp32 model scores, and the
+    RESULT line reports the metrics file's own numbers.
+    """
+    requirements.dataset("movielens")
     out = tmp_path / "ml"
     printed = io.StringIO()
     argv = ["--dataset", "movielens", "--max-train-rows", "1500", "--max-eval-rows", "150"]
     with contextlib.redirect_stdout(printed):
-        main([*argv, "--epochs", "1", "--dim", "8", "--out", str(out)])
+        main([*argv, "--epochs", "2", "--dim", "8", "--out", str(out)])
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["dataset"] == "movielens"
-    assert 0.0 <= metrics["model"]["auc"] <= 1.0
-    assert printed.getvalue().strip().splitlines()[-1].startswith("RESULT auc=")
+    losses = metrics["train_loss"]
+    assert len(losses) == 2 and losses[1] < losses[0]
+    auc = metrics["model"]["auc"]
+    for variant in metrics["variants"]:
+        assert abs(variant["auc"] - auc) < 0.01, variant
+    result = printed.getvalue().strip().splitlines()[-1]
+    assert result.startswith(f"RESULT auc={auc:.4f} ")

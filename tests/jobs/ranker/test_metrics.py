@@ -45,15 +45,19 @@ def test_rank_splits_ties_and_metrics_follow() -> None:
     assert ndcg_at(rank, 2) == pytest.approx((1 + 1 / math.log2(3)) / 3)
 
 
-def test_evaluate_reports_every_k() -> None:
+def test_evaluate_reports_every_k_with_hand_computed_values() -> None:
     scores = np.array([[0.9, 0.1, 0.2], [0.1, 0.5, 0.6]])
     labels = np.array([[1, 0, 0], [1, 0, 0]], dtype=np.float32)
-    assert set(evaluate(scores, labels, ks=(1, 2))) == {
-        "auc",
-        "recall_at_1",
-        "ndcg_at_1",
-        "recall_at_2",
-        "ndcg_at_2",
+    # Pooled AUC: positive 0.9 beats all four negatives (4); positive 0.1 ties the
+    # negative 0.1 (0.5) and loses to 0.2, 0.5, 0.6: 4.5 of 2 x 4 pairs = 0.5625.
+    # The true item ranks first in row 1 and last (rank 2) in row 2, so recall@1 =
+    # recall@2 = 1/2 and nDCG@1 = nDCG@2 = (1 + 0) / 2.
+    assert evaluate(scores, labels, ks=(1, 2)) == {
+        "auc": pytest.approx(0.5625),
+        "recall_at_1": pytest.approx(0.5),
+        "ndcg_at_1": pytest.approx(0.5),
+        "recall_at_2": pytest.approx(0.5),
+        "ndcg_at_2": pytest.approx(0.5),
     }
 
 

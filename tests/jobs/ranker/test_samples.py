@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inference.ranking.contract import OOV_INDEX, PAD_INDEX, SEQ_LEN
 from jobs.ranker.errors import TrainingDataError
 from jobs.ranker.events import (
     DAY_MS,
@@ -16,13 +15,13 @@ from jobs.ranker.events import (
     split_by_time,
 )
 from jobs.ranker.samples import (
-    SEQUENCE_HORIZON_MS,
     Catalog,
     SampleBuilder,
     sample_negatives,
     unique_positives,
 )
-from jobs.ranker.windows import SLIDE_MS
+from schemas.ranking import OOV_INDEX, PAD_INDEX, SEQ_LEN
+from schemas.windows import HORIZON_MS, SLIDE_MS
 
 # 2017-11-25 00:00 in UTC+8
 DAY0 = 1_511_539_200_000
@@ -73,7 +72,7 @@ def test_a_split_with_an_empty_side_is_an_error() -> None:
         split_by_time(events, int(events.ts.max()) + 1)
 
 
-@pytest.mark.parametrize("horizon_ms", [0, SEQUENCE_HORIZON_MS])
+@pytest.mark.parametrize("horizon_ms", [0, HORIZON_MS])
 def test_sequences_hold_only_strictly_earlier_events_of_the_same_user_oldest_first(
     horizon_ms: int,
 ) -> None:
@@ -125,13 +124,33 @@ def test_dense_features_and_sequences_ignore_the_current_event_and_the_future() 
         np.testing.assert_array_equal(before.cand_dense, after.cand_dense)
 
 
-def test_negatives_never_equal_the_positive_and_follow_popularity() -> None:
+def test_negatives_never_equal_the_positive() -> None:
     events = _events(items=3)
     catalog = Catalog.from_train(events)
     positives = catalog.vocab.item_index(events.item).astype(np.int64)
     drawn = sample_negatives(catalog, positives, 20, np.random.default_rng(1))
     assert (drawn != positives[:, None]).all()
     assert drawn.min() >= 2  # never pad or OOV: only items the train split saw
+
+
+def test_negatives_are_drawn_in_proportion_to_train_popularity() -> None:
+    # Item 100 seen 60 times, 101 30 times, 102 10 times; every positive is item 103.
+    items = np.array([100] * 60 + [101] * 30 + [102] * 10 + [103] * 5, dtype=np.int64)
+    n = len(items)
+    events = Events.from_columns(
+        np.ones(n, np.int64), items, np.ones(n, np.int64), np.zeros(n, np.int8),
+        DAY0 + np.arange(n, dtype=np.int64) * 1000,
+    )  # fmt: skip
+    catalog = Catalog.from_train(events)
+    positives = catalog.vocab.item_index(np.full(2000, 103)).astype(np.int64)
+    drawn = sample_negatives(catalog, positives, 5, np.random.default_rng(3))
+    raw = catalog.vocab.item_ids[drawn - 2]
+    share = {item: float((raw == item).mean()) for item in (100, 101, 102, 103)}
+    assert share[103] == 0.0  # the positive itself is redrawn
+    # 60:30:10 among the others, within sampling noise of 10,000 draws.
+    assert share[100] == pytest.approx(0.6, abs=0.03)
+    assert share[101] == pytest.approx(0.3, abs=0.03)
+    assert share[102] == pytest.approx(0.1, abs=0.03)
 
 
 def test_candidates_put_the_true_item_first_with_its_label() -> None:

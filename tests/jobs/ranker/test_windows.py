@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from inference.ranking.contract import item_dense_vector, user_dense_vector
 from jobs.features.reference import WindowSpec, item_windows, user_windows
 from jobs.ranker.events import BEHAVIOR_CODES, I8, I64
 from jobs.ranker.windows import (
-    SLIDE_MS,
-    WINDOW_MS,
     WindowCounter,
     item_dense,
     last_window,
@@ -17,7 +14,9 @@ from jobs.ranker.windows import (
     user_dense,
 )
 from schemas.features import conversion
+from schemas.ranking import item_dense_vector, user_dense_vector
 from schemas.records import Behavior, BehaviorEvent
+from schemas.windows import SLIDE_MS, WINDOW_MS
 
 BEHAVIORS: tuple[Behavior, ...] = ("pv", "cart", "fav", "buy")
 T0 = 1_511_600_000_000 - 1_511_600_000_000 % SLIDE_MS
@@ -88,8 +87,23 @@ def test_counts_never_include_the_event_at_the_query_time_or_later() -> None:
     assert counter.counts(np.array([1]), later_start, later_end).tolist() == [[3, 0, 0, 0]]
 
 
-def test_dense_vectors_equal_the_contract_functions() -> None:
+def test_dense_vectors_by_hand_and_equal_to_the_contract_functions() -> None:
     counts = np.array([[0, 0, 0, 0], [7, 1, 2, 3], [0, 0, 0, 4]], dtype=np.int64)
+    # log1p of each count (ln 8 = 2.0794415, ln 2, ln 3, ln 4, ln 5); conversion = buy / pv,
+    # 0 when nothing was viewed.
+    np.testing.assert_allclose(
+        user_dense(counts),
+        np.array(
+            [[0, 0, 0, 0], [2.0794415, 0.6931472, 1.0986123, 1.3862944], [0, 0, 0, 1.6094379]]
+        ),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        item_dense(counts),
+        np.array([[0, 0, 0, 0, 0], [2.0794415, 0.6931472, 1.0986123, 1.3862944, 3 / 7],
+                  [0, 0, 0, 1.6094379, 0]]),
+        rtol=1e-6,
+    )  # fmt: skip
     for row, users, items in zip(counts, user_dense(counts), item_dense(counts), strict=True):
         pv, cart, fav, buy = (int(c) for c in row)
         np.testing.assert_allclose(users, user_dense_vector(pv, cart, fav, buy), rtol=1e-6)

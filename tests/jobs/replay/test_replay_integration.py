@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.datasets import RowAudit, default_path, read_dataset
+from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.cli import main
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
@@ -15,6 +15,7 @@ from jobs.replay.verify import Consumed, compare
 from schemas.codec import event_codec, request_codec
 from schemas.kafka import KafkaSettings
 from tests.conftest import TopicFactory
+from tests.support import requirements
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +73,7 @@ def test_cli_counts_bad_rows_and_writes_a_summary(
     kafka: KafkaSettings, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
     topic = topic_factory(partitions=2)
-    lines = default_path("taobao").read_text().splitlines()[:200]
+    lines = requirements.dataset("taobao").read_text().splitlines()[:200]
     lines[10] = "not,a,row"
     lines[20] = lines[20].replace(",pv,", ",click,")
     data = tmp_path / "with-bad-rows.csv"

@@ -20,15 +20,15 @@ from typing import Any
 
 import redis
 
-from jobs.feature_writer.feast_format import (
-    ViewSpec,
+from schemas.online.feast_format import (
+    FeatureRow,
     decode_row,
     decode_timestamp_ns,
     encode_row,
     encode_timestamp,
+    layout,
 )
-from jobs.feature_writer.rows import FeatureRow
-from jobs.feature_writer.views import PROJECT, view_spec
+from schemas.views import PROJECT, ViewSpec, view_spec
 
 logger = logging.getLogger(__name__)
 _pack_int64 = struct.Struct("<q").pack
@@ -149,10 +149,11 @@ class OnlineStoreWriter:
         spec = rows[0].view
         keys: list[bytes] = []
         argv: list[Any] = [self._ttl, len(spec.features)]
-        project, ts_field = self._project.encode(), spec.ts_field
-        hashes = [spec.field_hashes[name] for name in spec.feature_names]
+        project, rows_at = self._project.encode(), layout(spec)
+        ts_field = rows_at.ts_field
+        hashes = [rows_at.field_hashes[name] for name in spec.feature_names]
         for row in rows:
-            keys.append(spec.key_prefix + _pack_int64(row.entity_id) + project)
+            keys.append(rows_at.key_prefix + _pack_int64(row.entity_id) + project)
             seconds, nanos = divmod(row.event_ns, 1_000_000_000)
             argv += (ts_field, encode_timestamp(row.event_ns), seconds, nanos)
             if row.encoded is not None:
@@ -189,11 +190,12 @@ def queue_row_reads(
     pipe: Any, spec: ViewSpec, entity_ids: Sequence[int], names: Sequence[str], project: str
 ) -> None:
     """Queue one HMGET per entity of ``names`` and the row timestamp; decode with decode_reply."""
-    fields = [spec.field_hashes[name] for name in names]
-    fields.append(spec.ts_field)
+    rows_at = layout(spec)
+    fields = [rows_at.field_hashes[name] for name in names]
+    fields.append(rows_at.ts_field)
     for entity_id in entity_ids:
         # redis-py's stubs say str, but keys are bytes here (and redis-py takes bytes).
-        pipe.hmget(spec.redis_key(entity_id, project), fields)
+        pipe.hmget(rows_at.redis_key(entity_id, project), fields)
 
 
 def decode_reply(

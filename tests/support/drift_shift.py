@@ -36,7 +36,7 @@ SHIFTED_COLUMNS: dict[str, tuple[str, ...]] = {
     "category_mix": ("user_top_category", "item_category"),
     "longer_sequences": ("user_seq_length", "user_window_events"),
 }
-SEQUENCE_LIMIT = 50
+from schemas.windows import SEQUENCE_LIMIT  # noqa: E402
 
 
 @dataclass(frozen=True)

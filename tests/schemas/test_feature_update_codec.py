@@ -5,8 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from jobs.feature_writer.codec import feature_update_codec
-from schemas.codec import RecordCodec
+from schemas.codec import RecordCodec, feature_update_codec
 from schemas.errors import (
     ImplausibleTimestamp,
     MalformedRecord,

@@ -26,7 +26,11 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-SEQ_LEN = 50
+from schemas.views import ITEM_TRENDS, USER_CLICK_WINDOW, ViewSpec
+from schemas.windows import SEQUENCE_LIMIT
+
+# The model's sequence input is as long as the sequences the feature job keeps.
+SEQ_LEN = SEQUENCE_LIMIT
 PAD_INDEX = 0
 OOV_INDEX = 1
 FIRST_ID_INDEX = 2
@@ -51,6 +55,17 @@ INPUT_NAMES = (SEQ_ITEMS, SEQ_CATS, USER_DENSE, CAND_ITEMS, CAND_CATS, CAND_DENS
 USER_DENSE_FEATURES = ("pv_count", "cart_count", "fav_count", "buy_count")
 # Counts and conversion of the item's latest window (Feast view item_trends).
 ITEM_DENSE_FEATURES = ("pv", "cart", "fav", "buy", "conversion")
+
+
+def _dense_inputs_exist(view: ViewSpec, names: Sequence[str]) -> None:
+    # A renamed or dropped feature must fail here, at import, not as zeros at serving.
+    missing = sorted(set(names) - set(view.feature_names))
+    if missing:
+        raise LookupError(f"ranker dense inputs {missing} are not features of view {view.name}")
+
+
+_dense_inputs_exist(USER_CLICK_WINDOW, USER_DENSE_FEATURES)
+_dense_inputs_exist(ITEM_TRENDS, ITEM_DENSE_FEATURES)
 
 Int32Array = npt.NDArray[np.int32]
 Float32Array = npt.NDArray[np.float32]

@@ -1,6 +1,6 @@
 """The user click-sequence windows as a Python DataStream job: the implementation not chosen.
 
-Kept runnable (``python -m jobs.features.datastream``) because ``make
+Kept runnable (``python -m tests.benchmarks.baselines.datastream_features``) because ``make
 bench-features`` measures it side by side with the SQL job: here every event
 crosses into Python (decode, timestamp, window function), which is what makes
 it several times slower than the SQL job computing the same windows in the JVM.
@@ -142,13 +142,15 @@ def build(settings: FeatureJobSettings) -> Any:
 def embed_this_environment() -> None:
     """Thread mode runs Python inside the JVM (pemja), which starts from the base
     interpreter's paths: hand it this virtual environment and the project."""
-    paths = [*site.getsitepackages(), str(Path(__file__).resolve().parents[2])]
+    paths = [*site.getsitepackages(), str(Path(__file__).resolve().parents[3])]
     current = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([*paths, *([current] if current else [])])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m jobs.features.datastream", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.baselines.datastream_features", description=__doc__
+    )
     parser.add_argument("--source-topic", required=True)
     parser.add_argument("--changelog-topic", required=True)
     parser.add_argument("--group-id", default="streamrec-features-datastream")

@@ -4,7 +4,7 @@ Same recall, model and post-processing as the worker, but the way a first versio
 is often written: poll one message, read features with Feast's
 ``get_online_features`` (three calls per request), score with one blocking
 Triton call per request, produce, flush and commit per message. Not for
-production; ``python -m inference.worker.naive`` takes the worker's settings plus
+production; ``python -m tests.benchmarks.baselines.naive_worker`` takes the worker's settings plus
 ``STREAMREC_WORKER_FEAST_REPO`` (the feature repository to load).
 """
 
@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from confluent_kafka import Consumer, Producer
 
-from inference.ranking.contract import INPUT_NAMES, SCORES
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.features import TIMESTAMP, item_features, top_items, user_features
 from inference.worker.inputs import UserInput, assemble
@@ -35,19 +34,20 @@ from inference.worker.recall import (
 )
 from inference.worker.settings import WorkerSettings, parse_args, settings_from
 from jobs.feature_writer.feast_env import REPO_PATH, load_store
-from jobs.feature_writer.feast_format import ViewSpec
-from jobs.feature_writer.views import (
+from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
+from schemas.consumer import CONSUMER_DEFAULTS
+from schemas.errors import InvalidRecord
+from schemas.ranking import INPUT_NAMES, SCORES
+from schemas.records import Recommendation, RecRequest
+from schemas.views import (
     CATEGORY_TRENDS,
     ITEM_TRENDS,
     USER_CLICK_WINDOW,
     USER_RECENT_CLICKS,
+    ViewSpec,
 )
-from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
-from schemas.consumer import CONSUMER_DEFAULTS
-from schemas.errors import InvalidRecord
-from schemas.records import Recommendation, RecRequest
 
-logger = logging.getLogger("inference.worker.naive")
+logger = logging.getLogger("tests.benchmarks.baselines.naive_worker")
 
 
 def feast_rows(store: Any, spec: ViewSpec, ids: Sequence[int]) -> list[dict[str, Any] | None]:

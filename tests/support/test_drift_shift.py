@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from jobs.drift.columns import drift_row
-from jobs.drift.shift import Shift, category_swap, shift_rows
 from schemas.features import ItemWindow, UserWindow, pack_event
 from schemas.records import BehaviorEvent
+from tests.support.drift_shift import Shift, category_swap, shift_rows
 
 T0 = 1_700_000_000_000
 

@@ -1,23 +1,21 @@
-"""Flink connector jars the PyFlink jobs pass in `pipeline.jars`, fetched once into the cache.
+"""Jars the feature job needs, fetched once into the cache with Maven.
 
-The jobs run both in a local mini-cluster and on the stack's standalone cluster;
-either way the jar travels with the job (the client ships it), so the cluster's own
-lib/ (inside the installed wheel) stays untouched.
+The Kafka SQL connector travels in ``pipeline.jars`` with the job (the client
+ships it), whether it runs in a local mini-cluster or on a Flink cluster, so
+the cluster's own lib/ stays untouched. The job's Java functions are built
+from ``udf/`` by :mod:`jobs.features.functions_jar` with the same Maven.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import shutil
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
-from jobs.localstack import binaries
-from jobs.localstack.errors import StackError
-from jobs.localstack.settings import StackSettings
+from jobs.features.errors import DependencyError
+from schemas.files import file_lock
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +24,23 @@ log = logging.getLogger(__name__)
 KAFKA_CONNECTOR = ("org.apache.flink", "flink-sql-connector-kafka", "5.0.0-2.2")
 
 
+def find_mvn(which: Callable[[str], str | None] = shutil.which) -> str:
+    found = which("mvn")
+    if found is None:
+        raise DependencyError(
+            "mvn not found: jars are fetched from Maven Central and built with Maven. "
+            "Install it, e.g. `apt-get install -y maven`."
+        )
+    return found
+
+
 def render_pom(group: str, artifact: str, version: str) -> str:
     """A pom that only declares one dependency; packaging "pom" builds nothing."""
     return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!-- Written by jobs.localstack to fetch {artifact} with mvn; safe to delete. -->
+<!-- Written by streamrec to fetch {artifact} with mvn; safe to delete. -->
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
-  <groupId>streamrec.localstack</groupId>
+  <groupId>streamrec.fetch</groupId>
   <artifactId>{artifact}-fetch</artifactId>
   <version>{version}</version>
   <packaging>pom</packaging>
@@ -47,23 +55,20 @@ def render_pom(group: str, artifact: str, version: str) -> str:
 """
 
 
-def connectors_dir(settings_or_cache_dir: StackSettings | Path) -> Path:
-    cache = (
-        settings_or_cache_dir.cache_dir
-        if isinstance(settings_or_cache_dir, StackSettings)
-        else settings_or_cache_dir
-    )
-    return cache / "flink-connectors"
+def connectors_dir(cache_dir: Path) -> Path:
+    return cache_dir / "flink-connectors"
 
 
-def kafka_connector_jar(settings_or_cache_dir: StackSettings | Path) -> Path:
+def kafka_connector_jar(cache_dir: Path) -> Path:
     """The path of the Flink Kafka SQL connector jar, downloading it on first use."""
     group, artifact, version = KAFKA_CONNECTOR
-    return fetch_jar(connectors_dir(settings_or_cache_dir), group, artifact, version)
+    return fetch_jar(connectors_dir(cache_dir), group, artifact, version)
 
 
 def fetch_jar(folder: Path, group: str, artifact: str, version: str) -> Path:
     """`<folder>/<artifact>-<version>.jar`, fetched with Maven unless already complete."""
+    # Absolute: Maven resolves a relative output directory against the pom's folder.
+    folder = folder.resolve()
     jar = folder / f"{artifact}-{version}.jar"
     # The marker is written last: a jar without it may be a half-finished download.
     marker = folder / f".{artifact}-{version}.complete"
@@ -74,7 +79,7 @@ def fetch_jar(folder: Path, group: str, artifact: str, version: str) -> Path:
     with file_lock(folder / ".lock"):
         if marker.exists() and jar.exists():
             return jar
-        mvn = binaries.find_mvn()
+        mvn = find_mvn()
         log.info("fetching %s:%s:%s from Maven Central into %s", group, artifact, version, folder)
         jar.unlink(missing_ok=True)
         # One work folder per artifact: Maven writes target/ next to the pom.
@@ -88,20 +93,10 @@ def fetch_jar(folder: Path, group: str, artifact: str, version: str) -> Path:
         result = subprocess.run(argv, capture_output=True, text=True, check=False)
         if result.returncode != 0 or not jar.exists():
             output = (result.stdout + result.stderr)[-3000:]
-            raise StackError(
+            raise DependencyError(
                 f"fetching {group}:{artifact}:{version} with Maven failed "
                 f"(exit {result.returncode}; expected {jar}):\n{output}"
             )
         shutil.rmtree(work, ignore_errors=True)
         marker.write_text(f"{group}:{artifact}:{version}\n")
     return jar
-
-
-@contextmanager
-def file_lock(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -12,8 +12,8 @@ from feast.protos.feast.types.Value_pb2 import DoubleList, Int64List, StringList
 from feast.protos.feast.types.Value_pb2 import Value as ValueProto
 from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
-from jobs.feature_writer import feast_format as ff
-from jobs.feature_writer.views import PROJECT, VIEWS
+from schemas.online import feast_format as ff
+from schemas.views import PROJECT, VIEWS, FeatureKind
 
 
 def feast_key(join_key: str, entity_id: int, project: str = PROJECT) -> bytes:
@@ -30,10 +30,11 @@ def test_redis_key_matches_feast(join_key: str, entity_id: int) -> None:
 
 def test_view_spec_key_and_fields_match_feast() -> None:
     for spec in VIEWS.values():
-        assert spec.redis_key(42, "other") == feast_key(spec.join_key, 42, "other")
-        assert spec.ts_field == f"_ts:{spec.name}".encode()
+        rows_at = ff.layout(spec)
+        assert rows_at.redis_key(42, "other") == feast_key(spec.join_key, 42, "other")
+        assert rows_at.ts_field == f"_ts:{spec.name}".encode()
         for feature in spec.features:
-            assert spec.field_hashes[feature.name] == _mmh3(f"{spec.name}:{feature.name}")
+            assert rows_at.field_hashes[feature.name] == _mmh3(f"{spec.name}:{feature.name}")
 
 
 @pytest.mark.parametrize("text", ["user_recent_clicks:item_ids", "a:b", "", "é:ü", "x" * 300])
@@ -43,31 +44,31 @@ def test_field_hash_matches_feast(text: str) -> None:
 
 
 ORACLE_CASES = [
-    (ff.FeatureKind.INT64, 0, ValueProto(int64_val=0)),
-    (ff.FeatureKind.INT64, -(2**63), ValueProto(int64_val=-(2**63))),
-    (ff.FeatureKind.INT64, 2**53 - 1, ValueProto(int64_val=2**53 - 1)),
-    (ff.FeatureKind.DOUBLE, 0.0, ValueProto(double_val=0.0)),
-    (ff.FeatureKind.DOUBLE, 1 / 3, ValueProto(double_val=1 / 3)),
-    (ff.FeatureKind.STRING, "pv", ValueProto(string_val="pv")),
-    (ff.FeatureKind.INT64_LIST, [], ValueProto(int64_list_val=Int64List(val=[]))),
+    (FeatureKind.INT64, 0, ValueProto(int64_val=0)),
+    (FeatureKind.INT64, -(2**63), ValueProto(int64_val=-(2**63))),
+    (FeatureKind.INT64, 2**53 - 1, ValueProto(int64_val=2**53 - 1)),
+    (FeatureKind.DOUBLE, 0.0, ValueProto(double_val=0.0)),
+    (FeatureKind.DOUBLE, 1 / 3, ValueProto(double_val=1 / 3)),
+    (FeatureKind.STRING, "pv", ValueProto(string_val="pv")),
+    (FeatureKind.INT64_LIST, [], ValueProto(int64_list_val=Int64List(val=[]))),
     (
-        ff.FeatureKind.INT64_LIST,
+        FeatureKind.INT64_LIST,
         [1, -1, 2**62],
         ValueProto(int64_list_val=Int64List(val=[1, -1, 2**62])),
     ),
     (
-        ff.FeatureKind.INT64_LIST,
+        FeatureKind.INT64_LIST,
         list(range(10**12, 10**12 + 300)),
         ValueProto(int64_list_val=Int64List(val=list(range(10**12, 10**12 + 300)))),
     ),
-    (ff.FeatureKind.STRING_LIST, [], ValueProto(string_list_val=StringList(val=[]))),
+    (FeatureKind.STRING_LIST, [], ValueProto(string_list_val=StringList(val=[]))),
     (
-        ff.FeatureKind.STRING_LIST,
+        FeatureKind.STRING_LIST,
         ["pv", "bü"],
         ValueProto(string_list_val=StringList(val=["pv", "bü"])),
     ),
     (
-        ff.FeatureKind.DOUBLE_LIST,
+        FeatureKind.DOUBLE_LIST,
         [0.5, -2.0],
         ValueProto(double_list_val=DoubleList(val=[0.5, -2.0])),
     ),
@@ -76,7 +77,7 @@ ORACLE_CASES = [
 
 @pytest.mark.parametrize(("kind", "value", "oracle"), ORACLE_CASES)
 def test_encode_value_matches_protobuf(
-    kind: ff.FeatureKind, value: object, oracle: ValueProto
+    kind: FeatureKind, value: object, oracle: ValueProto
 ) -> None:
     encoded = ff.encode_value(kind, value)
     assert encoded == oracle.SerializeToString()
@@ -115,5 +116,5 @@ def test_encode_row_interleaves_fields_and_values_in_view_order() -> None:
         "window_start": 9,
     }
     encoded = ff.encode_row(spec, values)
-    assert encoded[0::2] == [spec.field_hashes[name] for name in spec.feature_names]
+    assert encoded[0::2] == [ff.layout(spec).field_hashes[name] for name in spec.feature_names]
     assert ff.decode_row(spec, spec.feature_names, encoded[1::2]) == values

@@ -17,11 +17,11 @@ EXPIRE on the whole hash only when ``key_ttl_seconds`` is configured.
 
 from __future__ import annotations
 
-import enum
+import functools
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import mmh3
 from feast.protos.feast.types.Value_pb2 import DoubleList, Int64List, StringList
@@ -30,21 +30,12 @@ from feast.protos.feast.types.Value_pb2 import Value as ValueProto
 # No stubs for google.protobuf in this environment (types-protobuf would add them).
 from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
+from schemas.views import FeatureKind, ViewSpec
+
 ENTITY_KEY_SERIALIZATION_VERSION = 3
 # feast.types.Value.ValueType enum numbers used inside serialized entity keys.
 _VALUE_TYPE_STRING = 2
 _VALUE_TYPE_INT64 = 4
-
-
-class FeatureKind(enum.Enum):
-    """The Feast dtypes this project stores, named by their ``Value`` oneof field."""
-
-    INT64 = "int64_val"
-    DOUBLE = "double_val"
-    STRING = "string_val"
-    INT64_LIST = "int64_list_val"
-    DOUBLE_LIST = "double_list_val"
-    STRING_LIST = "string_list_val"
 
 
 _LIST_TYPES: dict[FeatureKind, Any] = {
@@ -61,34 +52,41 @@ _LIST_TAGS: dict[FeatureKind, bytes] = {
 
 
 @dataclass(frozen=True)
-class Feature:
-    name: str
-    kind: FeatureKind
+class RowLayout:
+    """Where a view's rows live in Redis: the entity key prefix, ``_ts`` field, feature fields."""
 
-
-@dataclass(frozen=True)
-class ViewSpec:
-    """One feature view keyed by one Int64 entity, with its Redis field names precomputed."""
-
-    name: str
-    join_key: str
-    features: tuple[Feature, ...]
-    key_prefix: bytes = field(init=False, repr=False, compare=False)
-    ts_field: bytes = field(init=False, repr=False, compare=False)
-    field_hashes: dict[str, bytes] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        hashes = {f.name: field_hash(self.name, f.name) for f in self.features}
-        object.__setattr__(self, "key_prefix", entity_key_prefix(self.join_key))
-        object.__setattr__(self, "ts_field", ts_field(self.name))
-        object.__setattr__(self, "field_hashes", hashes)
-
-    @property
-    def feature_names(self) -> tuple[str, ...]:
-        return tuple(f.name for f in self.features)
+    view: ViewSpec
+    key_prefix: bytes
+    ts_field: bytes
+    field_hashes: dict[str, bytes]
 
     def redis_key(self, entity_id: int, project: str) -> bytes:
         return self.key_prefix + struct.pack("<q", entity_id) + project.encode()
+
+
+@functools.cache
+def layout(view: ViewSpec) -> RowLayout:
+    """The Redis layout of a view, computed once per view."""
+    hashes = {f.name: field_hash(view.name, f.name) for f in view.features}
+    return RowLayout(view, entity_key_prefix(view.join_key), ts_field(view.name), hashes)
+
+
+class FeatureRow(NamedTuple):
+    """One online row. ``values`` are Python values; rows from the writer's vectorised
+    path carry ``encoded`` instead: the serialized Values in the view's feature order."""
+
+    view: ViewSpec
+    entity_id: int
+    event_ns: int
+    values: dict[str, Any] | None
+    encoded: list[bytes] | None = None
+
+    def decoded(self) -> dict[str, Any]:
+        """The Python values, decoded from ``encoded`` if that is what the row carries."""
+        if self.values is not None:
+            return self.values
+        encoded = self.encoded or []
+        return dict(zip(self.view.feature_names, map(decode_value, encoded), strict=True))
 
 
 def entity_key_prefix(join_key: str) -> bytes:
@@ -174,7 +172,7 @@ def decode_value(raw: bytes | None) -> Any:
 def encode_row(spec: ViewSpec, values: Mapping[str, Any]) -> list[bytes]:
     """Alternating ``field, value`` bytes of one row, in the view's feature order."""
     out: list[bytes] = []
-    hashes = spec.field_hashes
+    hashes = layout(spec).field_hashes
     for feature in spec.features:
         out.append(hashes[feature.name])
         out.append(encode_value(feature.kind, values[feature.name]))

@@ -1,1 +1,0 @@
-"""The ranker's contract shared by training, serving and the worker."""

@@ -1,0 +1,8 @@
+"""The online store as shared ground: Feast's Redis format, the batched row writer and reader.
+
+The feature writer writes through :class:`~schemas.online.redis_store.OnlineStoreWriter`;
+the worker, the demo and the benchmarks read through
+:func:`~schemas.online.redis_store.read_rows` (or its queue/decode halves inside
+a pipeline of their own). Both speak :mod:`schemas.online.feast_format`, the
+bytes ``feast.FeatureStore`` itself reads, for the views of :mod:`schemas.views`.
+"""

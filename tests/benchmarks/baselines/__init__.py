@@ -1,0 +1,1 @@
+"""Comparison implementations the benchmarks measure the product against (not shipped)."""

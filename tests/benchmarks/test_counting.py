@@ -1,0 +1,54 @@
+"""The end-to-end and freshness benchmarks count failures against their figures."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.benchmarks.e2e import Measured, VariantResult, tally
+from tests.benchmarks.freshness import Freshness
+
+MS = 1_000_000  # ns
+
+
+def test_degraded_answers_are_not_throughput_and_count_as_errors() -> None:
+    sent = {f"r{n}": 0 for n in range(10)}
+    arrived = {f"r{n}": (20 * MS, n >= 6) for n in range(8)}  # 6 good, 2 degraded, 2 unanswered
+    run = tally(sent, arrived)
+    assert (run.sent, run.answered, run.degraded, run.good) == (10, 8, 2, 6)
+    assert run.seconds == pytest.approx(0.02)
+    assert run.rps == pytest.approx(6 / 0.02)  # counting every answer would give 8 / 0.02
+    assert run.error_rate == pytest.approx(0.4)
+    assert run.latencies_ms == [20.0] * 6
+
+
+def test_unanswered_requests_are_beyond_the_deadline_in_the_percentiles() -> None:
+    sent = {f"r{n}": 0 for n in range(100)}
+    arrived = {f"r{n}": (5 * MS, False) for n in range(98)}
+    run = tally(sent, arrived)
+    assert run.p(50) == pytest.approx(5.0)
+    assert run.p(99) == math.inf  # over answered requests only it would be 5 ms
+
+
+def test_nothing_answered_is_all_errors() -> None:
+    run = tally({"r0": 0, "r1": 0}, {})
+    assert (run.rps, run.error_rate) == (0.0, 1.0)
+    assert run.p(50) == math.inf
+
+
+def test_a_variant_error_rate_covers_every_run() -> None:
+    clean = Measured(100, 100, 0, 1.0, [1.0] * 100)
+    bursts = [clean, Measured(100, 90, 0, 1.0, [1.0] * 90), clean]
+    result = VariantResult("worker", bursts, clean, Measured(100, 100, 5, 1.0, [1.0] * 95))
+    assert result.total.sent == 500
+    assert result.total.error_rate == pytest.approx(15 / 500)
+    assert result.saturation.rps == 100  # the median burst
+
+
+def test_unreadable_clicks_are_failures_in_freshness() -> None:
+    fresh = Freshness([40.0] * 97, unreadable=3)
+    assert fresh.samples == 100
+    assert fresh.unreadable_rate == pytest.approx(0.03)
+    assert fresh.p(50) == 40.0
+    assert fresh.p(99) == math.inf  # leaving them out would give 40 ms

@@ -1,0 +1,155 @@
+"""The worker's loop with in-memory requests, features and output (no Kafka, Redis or Triton).
+
+What the loop itself promises (``inference/worker/worker.py``): batches are
+delivered, and their offsets handed back, in order, each request once; in the
+default mode the next batch is polled while the current one is scored; in
+exactly-once mode one batch at a time; the stream and sink are closed at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from inference.worker import worker as worker_module
+from inference.worker.features import UserFeatures
+from inference.worker.inputs import UserInput
+from inference.worker.kafka_io import Polled
+from inference.worker.metrics import WorkerMetrics
+from inference.worker.prepare import PreparedBatch, PreparedRequest
+from inference.worker.recall import Candidate
+from inference.worker.scoring import Inputs
+from inference.worker.settings import WorkerSettings
+from inference.worker.worker import Stats, Worker
+from schemas.ranking import CAND_ITEMS
+from schemas.records import Recommendation, RecRequest
+
+
+class MemoryStream:
+    """Hands out scripted batches; sets ``stop`` once they are all out."""
+
+    def __init__(self, batches: list[list[RecRequest]], stop: asyncio.Event) -> None:
+        self.batches = batches
+        self.stop = stop
+        self.polled_while_scoring: list[bool] = []
+        self.closed = False
+        self._offset = 0
+
+    def poll(self, _max: int, _window_s: float, keep_gathering: Callable[[], bool]) -> Polled:
+        self.polled_while_scoring.append(keep_gathering())
+        if not self.batches:
+            self.stop.set()
+            return Polled()
+        polled = Polled()
+        for request in self.batches.pop(0):
+            polled.records.append((None, request))
+            self._offset += 1
+        polled.offsets[("requests", 0)] = self._offset
+        return polled
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class MemorySink:
+    def __init__(self) -> None:
+        self.delivered: list[tuple[list[str], dict[tuple[str, int], int]]] = []
+        self.closed = False
+
+    def deliver(self, recs: Sequence[Recommendation], polled: Polled, _stream: Any) -> None:
+        self.delivered.append(([r.request_id for r in recs], dict(polled.offsets)))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class SlowScorer:
+    """Scores = candidate id / 100, after a pause long enough for the next poll to happen."""
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        await asyncio.sleep(0.05)
+        return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:1"
+
+    async def close(self) -> None:
+        return None
+
+
+class MemoryPreparer:
+    """Every request gets three candidates and no features."""
+
+    def prepare(self, requests: list[RecRequest]) -> PreparedBatch:
+        prepared = []
+        for request in requests:
+            items = [10, 20, 30]
+            model_input = UserInput(
+                seq_items=np.zeros(0, np.int32), seq_cats=np.zeros(0, np.int32),
+                user_dense=[0.0] * 4, cand_items=np.array(items, np.int32),
+                cand_cats=np.zeros(3, np.int32), cand_dense=np.zeros((3, 5), np.float32),
+            )  # fmt: skip
+            user = UserFeatures(request.user_id)
+            cands = [Candidate(i, "embedding") for i in items]
+            prepared.append(PreparedRequest(request, user, cands, model_input, [0, 0, 0]))
+        return PreparedBatch(prepared, {}, set())
+
+
+def memory_worker(batches: list[list[RecRequest]], exactly_once: bool) -> tuple[Worker, Any]:
+    stop = asyncio.Event()
+    worker = Worker.__new__(Worker)  # the in-memory parts replace Kafka, Redis and Triton
+    worker.settings = WorkerSettings(exactly_once=exactly_once, transactional_id="t")
+    worker.metrics = WorkerMetrics()
+    worker.stats = Stats()
+    worker.preparer = MemoryPreparer()  # type: ignore[assignment]
+    worker.stream = MemoryStream(batches, stop)  # type: ignore[assignment]
+    worker.sink = MemorySink()  # type: ignore[assignment]
+    worker.popular = (10,)
+    worker.scorer = None
+    worker._scoring = threading.Event()
+    return worker, stop
+
+
+def requests(prefix: str, n: int) -> list[RecRequest]:
+    return [RecRequest(f"{prefix}{i}", i + 1, 1_700_000_000_000, k=2) for i in range(n)]
+
+
+@pytest.mark.parametrize("exactly_once", [False, True])
+def test_batches_are_delivered_in_order_each_request_once(
+    monkeypatch: pytest.MonkeyPatch, exactly_once: bool
+) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    batches = [requests("a", 3), requests("b", 2), requests("c", 4)]
+    worker, stop = memory_worker([list(b) for b in batches], exactly_once)
+    asyncio.run(worker.run(stop))
+    sink, stream = worker.sink, worker.stream
+    assert isinstance(sink, MemorySink) and isinstance(stream, MemoryStream)
+    assert [ids for ids, _ in sink.delivered] == [[r.request_id for r in b] for b in batches]
+    assert [offsets for _, offsets in sink.delivered] == [
+        {("requests", 0): 3},
+        {("requests", 0): 5},
+        {("requests", 0): 9},
+    ]
+    assert worker.stats.requests == 9 and worker.stats.batches == 3
+    assert sink.closed and stream.closed
+
+
+def test_the_next_batch_is_polled_while_the_current_one_is_scored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    worker, stop = memory_worker([requests("a", 3), requests("b", 3)], exactly_once=False)
+    asyncio.run(worker.run(stop))
+    assert isinstance(worker.stream, MemoryStream)
+    assert any(worker.stream.polled_while_scoring)
+
+
+def test_exactly_once_scores_one_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    worker, stop = memory_worker([requests("a", 3), requests("b", 3)], exactly_once=True)
+    asyncio.run(worker.run(stop))
+    assert isinstance(worker.stream, MemoryStream)
+    assert not any(worker.stream.polled_while_scoring)

@@ -1,0 +1,48 @@
+"""The feature job's command line in process: flags over variables, --explain, restore paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.features.cli import build_parser, main, restore_path, settings_from
+
+
+def test_flags_win_over_variables_and_given_jars_skip_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STREAMREC_FEATURES_WINDOW_MS", "600000")
+    monkeypatch.setenv("STREAMREC_FEATURES_SLIDE_MS", "300000")
+    args = build_parser().parse_args(
+        ["--slide-ms", "120000", "--jar", str(tmp_path / "x.jar"), "--from-group-offsets"]
+    )
+    settings = settings_from(args, tmp_path / "no-cache")
+    assert (settings.window_ms, settings.slide_ms) == (600_000, 120_000)
+    assert settings.connector_jars == (tmp_path / "x.jar",)
+    assert not settings.from_earliest
+    assert not (tmp_path / "no-cache").exists()  # nothing fetched or built
+
+
+def test_explain_prints_only_the_chosen_views(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jar = str(tmp_path / "x.jar")
+    assert main(["--explain", "--views", "item_window", "--jar", jar]) == 0
+    sql = capsys.readouterr().out
+    assert "INSERT INTO item_window_sink" in sql
+    assert "INSERT INTO user_window_sink" not in sql
+    assert "INSERT INTO dead_letter_sink" in sql  # bad input always has somewhere to go
+
+
+def test_restore_latest_needs_a_complete_checkpoint(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        ["--restore-from", "latest", "--checkpoint-dir", str(tmp_path), "--jar", "x.jar"]
+    )
+    settings = settings_from(args, tmp_path)
+    with pytest.raises(SystemExit, match="no complete checkpoint"):
+        restore_path(args, settings)
+    checkpoint = tmp_path / "0fcc306ede87cbd130736248a5e38c4c" / "chk-3"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "_metadata").write_text("")
+    assert restore_path(args, settings) == checkpoint.resolve().as_uri()

@@ -1,0 +1,62 @@
+"""The feature job's wiring: its Flink configuration, and the plan PyFlink builds from it.
+
+``build`` registers every table and the inserts in one statement set; asking
+the planner to explain it compiles the whole job (parsing, validation against
+the tables, the sinks each view writes to) in a local JVM, with no broker: the
+Kafka tables are only declared, never connected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jobs.features.functions_jar import functions_jar
+from jobs.features.job import build, flink_config
+from jobs.features.maven import kafka_connector_jar
+from jobs.features.settings import FeatureJobSettings
+from schemas.settings import cache_dir
+
+
+def test_config_turns_checkpoints_on_only_with_a_folder(tmp_path: Path) -> None:
+    plain = flink_config(
+        FeatureJobSettings(buffer_timeout_ms=7, connector_jars=(tmp_path / "a.jar",))
+    )
+    assert plain["table.local-time-zone"] == "UTC"
+    assert plain["execution.buffer-timeout.interval"] == "7 ms"
+    assert plain["pipeline.jars"] == (tmp_path / "a.jar").resolve().as_uri()
+    assert not any(key.startswith("execution.checkpointing") for key in plain)
+    kept = flink_config(FeatureJobSettings(checkpoint_dir=tmp_path, checkpoint_interval_ms=500))
+    assert kept["execution.checkpointing.interval"] == "500 ms"
+    assert kept["execution.checkpointing.dir"] == tmp_path.resolve().as_uri()
+    assert kept["execution.checkpointing.externalized-checkpoint-retention"] == (
+        "RETAIN_ON_CANCELLATION"
+    )
+
+
+@pytest.fixture(scope="module")
+def jars() -> tuple[Path, ...]:
+    return kafka_connector_jar(cache_dir()), functions_jar(cache_dir())
+
+
+@pytest.mark.parametrize(
+    ("views", "sinks"),
+    [
+        (
+            None,
+            ["user_recent_sink", "user_window_sink", "item_window_sink", "category_window_sink"],
+        ),
+        (("user_window",), ["user_window_sink"]),
+    ],
+)
+def test_the_plan_writes_each_chosen_view_and_the_dead_letters(
+    jars: tuple[Path, ...], views: tuple[str, ...] | None, sinks: list[str]
+) -> None:
+    settings = FeatureJobSettings(connector_jars=jars)
+    if views is not None:
+        settings = FeatureJobSettings(connector_jars=jars, views=views)
+    plan = build(settings).explain()
+    written = {line.split("table=[")[1].split("]")[0].rsplit(".", 1)[-1]
+               for line in plan.splitlines() if "Sink(table=[" in line}  # fmt: skip
+    assert written == {*sinks, "dead_letter_sink"}

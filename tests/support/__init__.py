@@ -1,0 +1,1 @@
+"""Test and benchmark scaffolding: fault injectors, random artifacts, run-scoped topics."""
