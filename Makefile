@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: browser help setup up down status test test-unit flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
-	bench-serving train worker bench-e2e
+	bench-serving train worker bench-e2e eval-online
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -57,6 +57,10 @@ schemas: $(STAMP) ## regenerate schemas/json from the Python record types
 
 demo: $(STAMP) ## the whole loop on real data: features, ranker on Triton, worker, drift verdict
 	$(PY) -m jobs.demo
+
+# DATASET=movielens (or FILE=a MovieLens-format folder); EVAL_ARGS for more flags.
+eval-online: $(STAMP) ## replay a real period through the loop; hit@10 per variant (stream, batch, ...)
+	$(PY) -m jobs.evaluate --dataset $${DATASET:-taobao-9days} $${FILE:+--file $$FILE} $(EVAL_ARGS)
 
 bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw confluent-kafka
 	$(PY) -m tests.benchmarks.ingest

@@ -2,7 +2,8 @@
 
 A :class:`RecordCodec` refuses, in this order: too many bytes (before parsing, so
 a huge message costs nothing), bytes that are not JSON, JSON that breaks the
-type's schema, and event times too far ahead of the wall clock.
+type's schema, fields that contradict each other (``checks``), and event times
+too far ahead of the wall clock.
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ def wall_clock_ms() -> int:
 class RecordCodec(Generic[T]):
     """Decode and validate one record type; encode it back to compact JSON.
 
-    ``time_fields`` are checked against ``clock`` so that a record cannot claim to
-    come from more than ``max_future_skew_ms`` in the future.
+    ``time_fields`` (dotted for nested records: ``trigger.ts``) are checked
+    against ``clock`` so that a record cannot claim to come from more than
+    ``max_future_skew_ms`` in the future. Each of ``checks`` returns what is
+    wrong with a decoded record, or None; a message refuses it.
     """
 
     record_type: Any  # a Struct type, or a union of tagged Struct types
@@ -54,6 +57,7 @@ class RecordCodec(Generic[T]):
     time_fields: tuple[str, ...] = ()
     max_future_skew_ms: int = DEFAULT_MAX_FUTURE_SKEW_MS
     clock: Callable[[], int] = wall_clock_ms
+    checks: tuple[Callable[[T], str | None], ...] = ()
     _decoder: msgspec.json.Decoder[T] = field(init=False, repr=False, compare=False)
     _encoder: msgspec.json.Encoder = field(init=False, repr=False, compare=False)
 
@@ -79,6 +83,9 @@ class RecordCodec(Generic[T]):
             raise SchemaViolation(f"{self.name}: {exc}") from None
         except msgspec.DecodeError as exc:
             raise MalformedRecord(f"not valid JSON: {exc}") from None
+        for check in self.checks:
+            if (problem := check(record)) is not None:
+                raise SchemaViolation(f"{self.name}: {problem}")
         if self.time_fields:
             self._check_times(record)
         return record
@@ -87,7 +94,9 @@ class RecordCodec(Generic[T]):
         limit = self.clock() + self.max_future_skew_ms
         # A union's variants need not all have every time field.
         for name in self.time_fields:
-            value = getattr(record, name, None)
+            value: Any = record
+            for part in name.split("."):
+                value = getattr(value, part, None)
             if value is not None and value > limit:
                 ahead_s = (value - limit + self.max_future_skew_ms) / 1000
                 raise ImplausibleTimestamp(
@@ -112,9 +121,18 @@ def event_codec(**overrides: Any) -> RecordCodec[BehaviorEvent]:
     return RecordCodec(BehaviorEvent, max_bytes=KIB, time_fields=("ts",), **overrides)
 
 
+def trigger_of_same_user(request: RecRequest) -> str | None:
+    """A trigger event is the requesting user's own: another user's click is a caller bug."""
+    trigger = request.trigger
+    if trigger is not None and trigger.user_id != request.user_id:
+        return f"trigger.user_id={trigger.user_id} differs from user_id={request.user_id}"
+    return None
+
+
 def request_codec(**overrides: Any) -> RecordCodec[RecRequest]:
     """Requests may carry up to 1,000 candidate ids."""
-    return RecordCodec(RecRequest, max_bytes=64 * KIB, time_fields=("ts",), **overrides)
+    settings: dict[str, Any] = {"checks": (trigger_of_same_user,)} | overrides
+    return RecordCodec(RecRequest, max_bytes=64 * KIB, time_fields=("ts", "trigger.ts"), **settings)
 
 
 def recommendation_codec(**overrides: Any) -> RecordCodec[Recommendation]:

@@ -35,7 +35,10 @@ EpochMillis = Annotated[
     ),
 ]
 Behavior = Literal["pv", "cart", "fav", "buy"]
-Route = Literal["embedding", "trend", "request", "popular"]
+Route = Literal["embedding", "covisit", "trend", "request", "popular"]
+# Whether an answer's features included the request's trigger event: the online
+# store already had it, the worker folded it in itself, or neither (flagged).
+TriggerFeatures = Literal["store", "folded", "missing"]
 RequestId = Annotated[
     str,
     Meta(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$", description="Caller's id."),
@@ -62,7 +65,9 @@ class RecRequest(msgspec.Struct, frozen=True):
     """Ask for ``k`` recommendations for a user (topic ``rec-requests``, key ``user_id``).
 
     ``candidates`` lets a caller rank its own list (a campaign); without it the
-    worker recalls candidates itself.
+    worker recalls candidates itself. ``trigger`` is the event that prompted the
+    request (the click that just happened): the worker makes sure the answer's
+    features include it (read-your-writes) and says so in the answer.
     """
 
     request_id: RequestId
@@ -71,6 +76,7 @@ class RecRequest(msgspec.Struct, frozen=True):
     k: Annotated[int, Meta(ge=1, le=MAX_K)] = 20
     candidates: Annotated[list[ItemId], Meta(max_length=MAX_REQUEST_CANDIDATES)] | None = None
     context: Annotated[dict[str, str], Meta(max_length=32)] | None = None
+    trigger: BehaviorEvent | None = None
 
 
 class RecItem(msgspec.Struct, frozen=True):
@@ -85,7 +91,8 @@ class Recommendation(msgspec.Struct, frozen=True):
     """The answer to one request (topic ``recommendations``, key ``user_id``).
 
     ``degraded`` is true when a part failed and a fallback produced the items;
-    ``degraded_reasons`` says which.
+    ``degraded_reasons`` says which. ``trigger_features`` says whether the
+    features included the request's trigger event (absent without a trigger).
     """
 
     request_id: RequestId
@@ -96,6 +103,7 @@ class Recommendation(msgspec.Struct, frozen=True):
     produced_at: EpochMillis
     degraded: bool = False
     degraded_reasons: list[Annotated[str, Meta(max_length=256)]] = []
+    trigger_features: TriggerFeatures | None = None
 
 
 class FeatureDrift(msgspec.Struct, frozen=True):

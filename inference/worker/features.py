@@ -5,19 +5,24 @@ these reads queue every entity of a micro-batch in one Redis pipeline and decode
 the same bytes Feast would (``schemas.online.feast_format``), so they return
 exactly what ``get_online_features`` returns (a test proves it). A batch takes
 three round trips, each depending on the one before: the users' rows; the trends
-of their recent categories; the candidates' item rows and stock.
+of their recent categories; the candidates' item rows and stock. A fourth, beside
+the trends, reads the co-visitation sets of the users' last clicks
+(``schemas.online.covisit``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
 
+from schemas.online.covisit import Neighbours, read_neighbours
 from schemas.online.redis_store import decode_reply, queue_row_reads
 from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
+from schemas.records import BehaviorEvent
 from schemas.views import (
     CATEGORY_TRENDS,
     ITEM_TRENDS,
@@ -89,7 +94,12 @@ class UserFeatures:
     found_window: bool = False
 
 
-def user_features(user_id: int, recent: Row | None, window: Row | None) -> UserFeatures:
+def user_features(
+    user_id: int,
+    recent: Row | None,
+    window: Row | None,
+    excluded_behaviors: frozenset[str] = EXCLUDED_BEHAVIORS,
+) -> UserFeatures:
     """Combine the fresh view (sequence) and the window view (counts, older purchases) (pure).
 
     The sequence is the fresh view's when it has events, else the window's.
@@ -106,7 +116,7 @@ def user_features(user_id: int, recent: Row | None, window: Row | None) -> UserF
     for row in (recent, window):
         if row:
             pairs = zip(row.get("item_ids") or [], row.get("behaviors") or [], strict=False)
-            excluded.update(item for item, b in pairs if b in EXCLUDED_BEHAVIORS)
+            excluded.update(item for item, b in pairs if b in excluded_behaviors)
     times = [row[TIMESTAMP] for row in (recent, window) if row]
     return UserFeatures(
         user_id=user_id,
@@ -118,6 +128,40 @@ def user_features(user_id: int, recent: Row | None, window: Row | None) -> UserF
         found_recent=recent is not None,
         found_window=window is not None,
     )
+
+
+def row_includes(row: Row | None, event: BehaviorEvent) -> bool:
+    """Whether a user row's sequence holds ``event``: same item, behaviour and time (pure)."""
+    if not row:
+        return False
+    columns = zip(
+        row.get("item_ids") or [], row.get("behaviors") or [], row.get("event_ts") or [],
+        strict=False,
+    )  # fmt: skip
+    return any(
+        item == event.item_id and behavior == event.behavior and ts == event.ts
+        for item, behavior, ts in columns
+    )
+
+
+def fold_event(
+    user: UserFeatures,
+    event: BehaviorEvent,
+    limit: int,
+    excluded_behaviors: frozenset[str] = EXCLUDED_BEHAVIORS,
+) -> UserFeatures:
+    """``user`` with ``event`` appended as the newest click, the sequence cut to ``limit`` (pure).
+
+    The trigger is the click that just happened, so it goes last. Only the
+    sequence and the exclusions change: the window counts stay the store's, and
+    so does ``features_at``, which keeps telling how old the store's row was.
+    """
+    items = [*user.items, event.item_id][-limit:]
+    categories = [*user.categories, event.category_id][-limit:]
+    excluded = user.excluded
+    if event.behavior in excluded_behaviors:
+        excluded = excluded | {event.item_id}
+    return dataclasses.replace(user, items=items, categories=categories, excluded=excluded)
 
 
 @dataclass(frozen=True)
@@ -173,3 +217,7 @@ class FeatureReader:
         reads.smismember(self.inventory_key, item_ids)
         rows, out_of_stock = reads.execute()
         return rows, out_of_stock
+
+    def neighbours(self, item_ids: Sequence[int], per_item: int) -> list[Neighbours]:
+        """Each item's best ``per_item`` co-visited ``(item, count)``, empty where none."""
+        return read_neighbours(self.client, item_ids, per_item, self.project)

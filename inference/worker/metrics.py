@@ -96,6 +96,13 @@ class WorkerMetrics:
             ["reason"],
             registry=r,
         )
+        self.trigger_features = Counter(
+            "streamrec_worker_trigger_features",
+            "Requests with a trigger event, by whether the features included it "
+            "(store, folded, missing).",
+            ["outcome"],
+            registry=r,
+        )
         self.inflight = Gauge(
             "streamrec_worker_triton_inflight",
             "Ranker requests in flight (including those waiting for a slot).",

@@ -61,7 +61,13 @@ def fallback_scores(
     counts dominate, the global popularity rank breaks ties, and a caller's own
     candidates come before recalled ones when nothing else is known.
     """
-    route_prior = {"request": 0.003, "embedding": 0.002, "trend": 0.001, "popular": 0.0}
+    route_prior = {
+        "request": 0.003,
+        "covisit": 0.0025,
+        "embedding": 0.002,
+        "trend": 0.001,
+        "popular": 0.0,
+    }
     scores = []
     for trend, route, rank in zip(trend_scores, routes, popular_rank, strict=True):
         trend_part = trend / (trend + 10.0)

@@ -26,20 +26,24 @@ from inference.worker.features import (
     top_items,
     user_features,
 )
+from inference.worker.freshness import TRIGGER_MISSING, wait_for_triggers, with_triggers
 from inference.worker.inputs import UserInput
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.recall import (
     Candidate,
     EmbeddingIndex,
+    covisit_items,
     merge_routes,
     recent_categories,
+    recent_items,
     trend_items,
     user_routes,
 )
 from inference.worker.scoring import Breaker
 from inference.worker.settings import WorkerSettings
 from schemas.ranking import ITEM_DENSE_FEATURES
-from schemas.records import RecRequest
+from schemas.records import RecRequest, TriggerFeatures
+from schemas.windows import SEQUENCE_LIMIT
 
 logger = logging.getLogger(__name__)
 REDIS_DOWN = "redis_unavailable"
@@ -54,6 +58,7 @@ class PreparedRequest:
     model_input: UserInput
     categories: list[int]  # raw category of each candidate, 0 = unknown
     reasons: list[str] = field(default_factory=list)
+    trigger_features: TriggerFeatures | None = None
 
 
 @dataclass
@@ -83,21 +88,24 @@ class BatchPreparer:
     def prepare(self, requests: Sequence[RecRequest]) -> PreparedBatch:
         timings: dict[str, float] = {}
         start = time.perf_counter()
-        users, redis_ok = self._users(requests)
+        users, trigger_outcomes, redis_ok = self._users(requests)
         clicks = [self.artifacts.vocab.item_index(u.items) for u in users]
         timings["features"] = time.perf_counter() - start
         start = time.perf_counter()
         embedding = self.index.search(clicks, self.settings.embedding_candidates)
         trends = self._trends(users) if redis_ok else None
         redis_ok = redis_ok and trends is not None
+        covisit = self._covisit(users) if redis_ok else None
+        redis_ok = redis_ok and covisit is not None
         trends = trends if trends is not None else [[] for _ in users]
+        covisit = covisit if covisit is not None else [[] for _ in users]
         candidates = [
             merge_routes(
-                user_routes(req.candidates, emb, trend, self._popular),
+                user_routes(req.candidates, emb, trend, self._popular, covisit=cov),
                 limit=self.settings.max_candidates,
                 min_count=2 * req.k,
             )
-            for req, emb, trend in zip(requests, embedding, trends, strict=True)
+            for req, emb, trend, cov in zip(requests, embedding, trends, covisit, strict=True)
         ]
         timings["recall"] = time.perf_counter() - start
         for cands in candidates:
@@ -109,27 +117,55 @@ class BatchPreparer:
         items = items if items is not None else {}
         timings["features"] += time.perf_counter() - start
         prepared = []
-        for req, user, cands, seq in zip(requests, users, candidates, clicks, strict=True):
+        columns = zip(requests, users, candidates, clicks, trigger_outcomes, strict=True)
+        for req, user, cands, seq, outcome in columns:
             reasons = [] if redis_ok else [REDIS_DOWN]
             if not cands:
                 reasons.append(NO_CANDIDATES)
+            if outcome == "missing":
+                reasons.append(TRIGGER_MISSING)
             model_input, categories = self._model_input(user, seq, cands, items)
-            prepared.append(PreparedRequest(req, user, cands, model_input, categories, reasons))
+            prepared.append(
+                PreparedRequest(req, user, cands, model_input, categories, reasons, outcome)
+            )
         return PreparedBatch(prepared, items, out_of_stock, timings)
 
-    def _users(self, requests: Sequence[RecRequest]) -> tuple[list[UserFeatures], bool]:
+    def _users(
+        self, requests: Sequence[RecRequest]
+    ) -> tuple[list[UserFeatures], list[TriggerFeatures | None], bool]:
+        """The users' features, each with its trigger (see :mod:`inference.worker.freshness`)."""
         ids = [r.user_id for r in requests]
-        unknown = [UserFeatures(user_id) for user_id in ids]
-        if not self.redis_breaker.allows:
-            return unknown, False
-        try:
-            recent, window = self.reader.users(ids)
-        except redis.RedisError as exc:
-            self._redis_failed(exc)
-            return unknown, False
-        self._count_lookups("user_recent_clicks", recent)
-        self._count_lookups("user_click_window", window)
-        return [user_features(i, r, w) for i, r, w in zip(ids, recent, window, strict=True)], True
+        users = [UserFeatures(user_id) for user_id in ids]
+        # Until the store says otherwise, every trigger is lacking from it.
+        lacking = [n for n, r in enumerate(requests) if r.trigger is not None]
+        read_ok = False
+        if self.redis_breaker.allows:
+            try:
+                recent, window = self.reader.users(ids)
+                self._count_lookups("user_recent_clicks", recent)
+                self._count_lookups("user_click_window", window)
+                wait_s = self.settings.fresh_wait_ms / 1000
+                lacking = wait_for_triggers(self.reader.users, requests, recent, window, wait_s)
+                excluded = self.settings.excluded_behaviors
+                users = [
+                    user_features(i, r, w, excluded)
+                    for i, r, w in zip(ids, recent, window, strict=True)
+                ]
+                read_ok = True
+            except redis.RedisError as exc:
+                self._redis_failed(exc)
+        users, outcomes = with_triggers(
+            requests,
+            users,
+            lacking,
+            self.settings.fold_trigger,
+            SEQUENCE_LIMIT,
+            self.settings.excluded_behaviors,
+        )
+        for outcome in outcomes:
+            if outcome is not None:
+                self.metrics.trigger_features.labels(outcome).inc()
+        return users, outcomes, read_ok
 
     def _trends(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
         per_user = [recent_categories(u.categories) for u in users]
@@ -143,6 +179,27 @@ class BatchPreparer:
         tops = {c: top_items(row) for c, row in zip(wanted, rows, strict=True)}
         limit = self.settings.trend_candidates
         return [trend_items([tops[c] for c in cats], limit) for cats in per_user]
+
+    def _covisit(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
+        """The co-visit route of each user from one pipeline; None when Redis failed.
+
+        Items the model never saw come out too: they rank with the OOV embedding
+        and the category of their trends row (``_model_input``).
+        """
+        limit = self.settings.covisit_candidates
+        per_user = [recent_items(u.items, self.settings.covisit_clicks) for u in users]
+        wanted = sorted({i for items in per_user for i in items}) if limit else []
+        try:
+            lists = self.reader.neighbours(wanted, limit)
+        except redis.RedisError as exc:
+            self._redis_failed(exc)
+            return None
+        self._count_lookups("covisit", [found or None for found in lists])
+        found = dict(zip(wanted, lists, strict=True))
+        return [
+            covisit_items([found[i] for i in items if i in found], limit, user.excluded)
+            for user, items in zip(users, per_user, strict=True)
+        ]
 
     def _items(self, wanted: list[int]) -> tuple[dict[int, ItemFeatures] | None, set[int]]:
         try:

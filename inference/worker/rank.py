@@ -122,6 +122,7 @@ def recommendations(
                 produced_at=now_ms,
                 degraded=bool(reasons),
                 degraded_reasons=reasons,
+                trigger_features=req.trigger_features,
             )
         )
     return out

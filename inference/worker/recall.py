@@ -1,15 +1,24 @@
 """Candidate recall: each route proposes items, the merge keeps the first route that did.
 
 Routes, in the merge's priority order: ``request`` (the caller's own list),
-``embedding`` (Faiss nearest neighbours of the recent clicks), ``trend`` (the
-top items of the user's recent categories), ``popular`` (cold and unknown users,
-and filling up short lists). The merge and the trend route are pure; only
-:class:`EmbeddingIndex` holds state (the Faiss index).
+``covisit`` (items other users clicked within the window of the user's last
+clicks, counted from the stream), ``embedding`` (Faiss nearest neighbours of
+the recent clicks), ``trend`` (the top items of the user's recent categories),
+``popular`` (cold and unknown users, and filling up short lists). The merge,
+the co-visit and the trend routes are pure; only :class:`EmbeddingIndex` holds
+state (the Faiss index).
+
+Why ``covisit`` before ``embedding``: it is direct evidence (what people did
+right after these very clicks, up to the last writer batch) where the
+embedding is a proxy learnt at training time, and it is the only personal route
+that reaches items the model never saw. It is also sparse, empty for clicks
+nobody else shared, so going first rarely costs the embedding route a slot;
+an item both propose is labelled with the stronger evidence.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import faiss
@@ -19,7 +28,7 @@ import numpy.typing as npt
 from schemas.ranking import FIRST_ID_INDEX
 from schemas.records import Route
 
-ROUTE_ORDER: tuple[Route, ...] = ("request", "embedding", "trend", "popular")
+ROUTE_ORDER: tuple[Route, ...] = ("request", "covisit", "embedding", "trend", "popular")
 # How many of the latest clicks make the user's query vector.
 QUERY_CLICKS = 10
 
@@ -62,6 +71,37 @@ def recent_categories(categories: Sequence[int], limit: int = 3) -> list[int]:
             if len(out) == limit:
                 break
     return out
+
+
+def recent_items(items: Sequence[int], limit: int) -> list[int]:
+    """The user's distinct clicked items, most recent first (``items`` oldest first)."""
+    out: list[int] = []
+    for item in reversed(items):
+        if len(out) == limit:
+            break
+        if item not in out:
+            out.append(item)
+    return out
+
+
+def covisit_items(
+    neighbours: Sequence[Sequence[tuple[int, float]]],
+    limit: int,
+    excluded: Collection[int] = frozenset(),
+) -> list[int]:
+    """Items co-visited with the user's last clicks, by summed count, best first.
+
+    ``neighbours`` holds each clicked item's ``(item, count)`` list. Ties keep
+    the order of first appearance (the most recent click's list first).
+    ``excluded`` are the items post-processing drops anyway (just viewed or
+    bought): leaving them out here keeps their slots for items that can be shown.
+    """
+    totals: dict[int, float] = {}
+    for pairs in neighbours:
+        for item, count in pairs:
+            if item not in excluded:
+                totals[item] = totals.get(item, 0.0) + count
+    return sorted(totals, key=lambda item: -totals[item])[:limit]
 
 
 def trend_items(top_items_by_category: Sequence[Sequence[int]], limit: int) -> list[int]:
@@ -119,9 +159,11 @@ def user_routes(
     embedding: Sequence[int],
     trend: Sequence[int],
     popular: Sequence[int],
+    covisit: Sequence[int] = (),
 ) -> dict[Route, Sequence[int]]:
     return {
         "request": list(request_candidates or ()),
+        "covisit": covisit,
         "embedding": embedding,
         "trend": trend,
         "popular": popular,

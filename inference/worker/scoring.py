@@ -1,6 +1,7 @@
-"""Scorers of assembled inputs: the ranker on Triton (gRPC, asynchronous) or in process.
+"""Scorers of assembled inputs: the ranker on Triton (gRPC, asynchronous), in process, or none.
 
-Both return ``(scores [B, C], model version)``. :class:`Breaker` keeps a failing
+Each returns ``(scores [B, C], model version)``; :class:`RouteOrderScorer` is
+recall without a ranker (the online evaluation's baseline). :class:`Breaker` keeps a failing
 dependency out of the hot path for a while so that fallbacks stay within the
 time budget, then lets one call probe it again: the worker recovers by itself.
 """
@@ -19,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from inference.worker.errors import RankerTimeout, RankerUnavailable
-from schemas.ranking import INPUT_NAMES, MANIFEST_FILE, SCORES
+from schemas.ranking import CAND_ITEMS, INPUT_NAMES, MANIFEST_FILE, SCORES
 
 Inputs = dict[str, npt.NDArray[np.generic]]
 _TRITON_DTYPES: dict[np.dtype[np.generic], str] = {
@@ -132,6 +133,21 @@ class OnnxScorer:
     def _run(self, inputs: Inputs) -> npt.NDArray[np.float32]:
         (scores,) = self._session.run([SCORES], {name: inputs[name] for name in INPUT_NAMES})
         return np.asarray(scores, dtype=np.float32)
+
+    async def close(self) -> None:
+        return None
+
+
+ROUTE_ORDER_VERSION = "none:route-order"
+
+
+class RouteOrderScorer:
+    """No ranker: each candidate keeps its place in the recall merge (route priority first)."""
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        users, candidates = inputs[CAND_ITEMS].shape
+        order = -np.arange(candidates, dtype=np.float32)
+        return np.tile(order, (users, 1)), ROUTE_ORDER_VERSION
 
     async def close(self) -> None:
         return None

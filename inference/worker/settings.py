@@ -14,6 +14,7 @@ from pathlib import Path
 
 from inference.worker.errors import SettingsError
 from schemas.kafka import KafkaSettings
+from schemas.records import BEHAVIORS
 from schemas.settings import (
     DEFAULT_MODEL_DIR,
     ENV_PREFIX,
@@ -28,7 +29,7 @@ from schemas.topics import REC_REQUESTS, RECOMMENDATIONS
 from schemas.views import PROJECT
 
 WORKER_PREFIX = ENV_PREFIX + "WORKER_"
-SCORERS = ("triton", "onnx")
+SCORERS = ("triton", "onnx", "none")
 LOG_LEVEL_ENV = ENV_PREFIX + "LOG_LEVEL"
 
 
@@ -61,7 +62,8 @@ class WorkerSettings(Settings):
     model_dir: Path = setting(
         DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="the trained ranker's folder (vocab, recall)"
     )
-    # triton = the served ranker; onnx = the same ONNX file in process (the benchmark's ceiling).
+    # triton = the served ranker; onnx = the same ONNX file in process (the benchmark's
+    # ceiling); none = no ranker, candidates in the recall merge's order (a baseline).
     scorer: str = setting(
         "triton", env="STREAMREC_WORKER_SCORER", help=f"one of {', '.join(SCORERS)}"
     )
@@ -92,11 +94,35 @@ class WorkerSettings(Settings):
     trend_candidates: int = setting(
         40, env="STREAMREC_WORKER_TREND_CANDIDATES", help="recall: trending in the categories"
     )
+    # Co-visitation: the sets of the user's last clicks, each read this deep, summed.
+    covisit_candidates: int = setting(
+        40, env="STREAMREC_WORKER_COVISIT_CANDIDATES", help="recall: co-visited items (0 = off)"
+    )
+    covisit_clicks: int = setting(
+        5, env="STREAMREC_WORKER_COVISIT_CLICKS", help="recall: last clicks whose co-visits count"
+    )
     popular_candidates: int = setting(
         50, env="STREAMREC_WORKER_POPULAR_CANDIDATES", help="recall: popular items"
     )
     max_candidates: int = setting(
         100, env="STREAMREC_WORKER_MAX_CANDIDATES", help="candidates ranked per user"
+    )
+    # Read-your-writes: when a request's trigger event is not in the store yet, re-read
+    # for at most this long (the whole batch waits), then fold the trigger in.
+    fresh_wait_ms: int = setting(
+        10, env="STREAMREC_WORKER_FRESH_WAIT_MS", help="wait for the trigger to reach the store"
+    )
+    fold_trigger: bool = setting(
+        True,
+        env="STREAMREC_WORKER_FOLD_TRIGGER",
+        help="add a trigger the store lacks to the user's sequence (else flag the answer)",
+    )
+    # Which of the user's own behaviours keep an item out of the answers. The online
+    # evaluation (make eval-online, variant stream-keep-viewed) measures this choice.
+    exclude_behaviors: str = setting(
+        "pv,buy",
+        env="STREAMREC_WORKER_EXCLUDE_BEHAVIORS",
+        help="comma-separated behaviours (pv, cart, fav, buy) whose items are not recommended",
     )
     max_per_category: int = setting(
         3, env="STREAMREC_WORKER_MAX_PER_CATEGORY", help="diversity cap per answer"
@@ -122,6 +148,17 @@ class WorkerSettings(Settings):
         for name in positive:
             if (value := getattr(self, name)) < 1:
                 raise SettingsError(f"{self.variable(name)} must be >= 1, got {value}")
+        if self.fresh_wait_ms < 0:
+            raise SettingsError(f"{self.variable('fresh_wait_ms')} must be >= 0")
+        for name in ("covisit_candidates", "covisit_clicks"):
+            if (value := getattr(self, name)) < 0:
+                raise SettingsError(f"{self.variable(name)} must be >= 0 (0 = off), got {value}")
+        unknown = self.excluded_behaviors - set(BEHAVIORS)
+        if unknown:
+            raise SettingsError(
+                f"{self.variable('exclude_behaviors')}: unknown behaviours {sorted(unknown)}; "
+                f"known: {', '.join(BEHAVIORS)}"
+            )
         if self.scorer not in SCORERS:
             raise SettingsError(
                 f"{self.variable('scorer')} must be one of {SCORERS}, got {self.scorer!r}"
@@ -132,6 +169,10 @@ class WorkerSettings(Settings):
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WorkerSettings:
         return cls.load(environ)
+
+    @property
+    def excluded_behaviors(self) -> frozenset[str]:
+        return frozenset(b.strip() for b in self.exclude_behaviors.split(",") if b.strip())
 
     @property
     def effective_transactional_id(self) -> str:
@@ -149,8 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="streamrec-worker",
         description=(
             "Consume recommendation requests from Kafka in micro-batches, read features from "
-            "Redis (Feast's format), recall candidates (Faiss, category trends, the request, "
-            "popular items), rank them on Triton, post-process and produce recommendations. "
+            "Redis (Feast's format), recall candidates (the request, co-visitation, Faiss, "
+            "category trends, popular items), rank them on Triton, post-process and produce "
+            "recommendations. "
             "Every flag defaults to its environment variable (shown in brackets)."
         ),
     )

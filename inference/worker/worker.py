@@ -26,7 +26,13 @@ from inference.worker.kafka_io import Polled, RecommendationSink, RequestStream
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.prepare import BatchPreparer, PreparedBatch
 from inference.worker.rank import Ranker, recommendations
-from inference.worker.scoring import Breaker, OnnxScorer, Scorer, TritonScorer
+from inference.worker.scoring import (
+    Breaker,
+    OnnxScorer,
+    RouteOrderScorer,
+    Scorer,
+    TritonScorer,
+)
 from inference.worker.settings import WorkerSettings
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.records import Recommendation
@@ -45,6 +51,8 @@ class Stats:
 def build_scorer(settings: WorkerSettings) -> Scorer:
     if settings.scorer == "onnx":
         return OnnxScorer(settings.model_dir)
+    if settings.scorer == "none":
+        return RouteOrderScorer()
     return TritonScorer(
         settings.triton_url,
         settings.triton_model,

@@ -30,6 +30,7 @@ from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_top
 from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
+from schemas.views import PROJECT
 
 PARTITIONS = 4
 READY_TIMEOUT_S = 180.0
@@ -203,7 +204,12 @@ WARM_UP_INTERVAL_S = 1.0
 
 
 def warm_up(
-    kafka: KafkaSettings, redis_url: str, topic: str, at_ms: int, parts: list[Part]
+    kafka: KafkaSettings,
+    redis_url: str,
+    topic: str,
+    at_ms: int,
+    parts: list[Part],
+    project: str = PROJECT,
 ) -> list[BehaviorEvent]:
     """Send probe clicks until one is readable from Redis: the feature path is then live.
 
@@ -225,7 +231,7 @@ def warm_up(
             sent.append(probe)
             time.sleep(WARM_UP_INTERVAL_S)
             users = [event.user_id for event in sent]
-            if any(read_rows(client, "user_recent_clicks", users, ["item_ids"])):
+            if any(read_rows(client, "user_recent_clicks", users, ["item_ids"], project=project)):
                 return sent
         raise TimeoutError(f"no probe click readable after {READY_TIMEOUT_S:.0f} s")
     finally:

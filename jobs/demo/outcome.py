@@ -37,6 +37,8 @@ class LoopOutcome:
     feature_age_ms: dict[str, float]
     routes: Counter[str] = field(default_factory=Counter)
     degraded_reasons: Counter[str] = field(default_factory=Counter)
+    # Answers by whether their features included the trigger (store, folded, missing).
+    trigger_features: Counter[str] = field(default_factory=Counter)
 
     @property
     def exact(self) -> bool:
@@ -78,6 +80,7 @@ def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
         feature_age_ms=percentiles(ages),
         routes=Counter(item.route for rec in recs for item in rec.items),
         degraded_reasons=Counter(reason for rec in recs for reason in rec.degraded_reasons),
+        trigger_features=Counter(rec.trigger_features for rec in recs if rec.trigger_features),
     )
 
 
@@ -92,6 +95,8 @@ def outcome_lines(outcome: LoopOutcome) -> list[str]:
         ("degraded answers", str(outcome.degraded)),
         ("request→answer ms", spread(outcome.latency_ms)),
         ("feature age at answer ms", spread(outcome.feature_age_ms)),
+        ("trigger click in features",
+         ", ".join(f"{r}={n}" for r, n in outcome.trigger_features.most_common()) or "n/a"),
         ("items by recall route",
          ", ".join(f"{r}={n}" for r, n in outcome.routes.most_common()) or "none"),
     ]  # fmt: skip

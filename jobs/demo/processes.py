@@ -18,10 +18,21 @@ class PartFailed(RuntimeError):
 
 
 class Part:
-    """One ``python -m <module>`` process, logging to its own file, stopped with SIGTERM."""
+    """One ``python -m <module>`` process, logging to its own file, stopped with SIGTERM.
 
-    def __init__(self, name: str, module: str, args: Sequence[str], log_dir: Path) -> None:
+    ``env`` are this part's own variables, over the environment it is started with.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        module: str,
+        args: Sequence[str],
+        log_dir: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
+        self.env = dict(env or {})
         self.argv = [sys.executable, "-m", module, *args]
         self.log_path = log_dir / f"{name}.log"
         self._pidfile = log_dir / f"{name}.pid"
@@ -29,7 +40,7 @@ class Part:
         self.pid: int | None = None
 
     def start(self, env: Mapping[str, str]) -> None:
-        self.pid = spawn(self.argv, self.log_path, self._pidfile, env)
+        self.pid = spawn(self.argv, self.log_path, self._pidfile, {**env, **self.env})
 
     @property
     def alive(self) -> bool:

@@ -50,6 +50,7 @@ def build_loop(settings: WriterSettings, stop: threading.Event | None = None) ->
         batch_size=settings.batch_size,
         batch_timeout_s=settings.batch_timeout_s,
         stop=stop,
+        covisit=settings.covisit,
     )
 
 

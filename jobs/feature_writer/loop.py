@@ -1,9 +1,11 @@
 """The writer's loop: poll a batch, coalesce, convert, one Redis pipeline, then commit.
 
 Offsets are committed only after Redis acknowledged the batch (at-least-once;
-the upserts are idempotent, so a replay rewrites the same rows). While Redis is
-unreachable the same batch is retried with capped exponential backoff, nothing
-is committed, and the loop carries on once Redis answers again.
+the upserts are idempotent, so a replay rewrites the same rows). The batch's
+co-visitation counts (:mod:`jobs.feature_writer.covisit`) go in the same
+pipeline and are idempotent too. While Redis is unreachable the same batch is
+retried with capped exponential backoff, nothing is committed, and the loop
+carries on once Redis answers again.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from typing import Any
 import redis
 from confluent_kafka import KafkaException
 
+from jobs.feature_writer.covisit import CovisitOptions, batch_visits, script_calls
 from jobs.feature_writer.errors import WriterStopped
 from jobs.feature_writer.rows import ConversionOptions, convert_batch
 from schemas.consumer import RecordConsumer
 from schemas.errors import SchemaViolation
 from schemas.features import FeatureUpdate
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import OnlineStoreWriter, WriteResult
+from schemas.online.redis_store import OnlineStoreWriter, ScriptCall, WriteResult
 
 logger = logging.getLogger(__name__)
 STATS_EVERY_S = 10.0
@@ -48,6 +51,7 @@ class WriterStats:
     written: int = 0
     stale: int = 0  # not written: Redis held a row at least as new
     bad_rows: int = 0  # records that decoded but could not be converted (dead-lettered)
+    covisits: int = 0  # fresh clicks whose co-visits were counted (not already counted)
     batches: int = 0
     redis_failures: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -57,6 +61,7 @@ class WriterStats:
         return (
             f"records={self.records} ({self.records / elapsed:,.0f}/s) rows={self.rows} "
             f"written={self.written} stale={self.stale} bad={self.bad_rows} "
+            f"covisits={self.covisits} "
             f"batches={self.batches} redis_failures={self.redis_failures}"
         )
 
@@ -74,6 +79,7 @@ class FeatureWriterLoop:
         batch_timeout_s: float = 0.2,
         stop: threading.Event | None = None,
         backoff: Backoff = Backoff(),
+        covisit: CovisitOptions | None = None,
     ) -> None:
         self._consumer = consumer
         self._writer = writer
@@ -82,6 +88,7 @@ class FeatureWriterLoop:
         self._batch_timeout_s = batch_timeout_s
         self.stop = stop or threading.Event()
         self._backoff = backoff
+        self._covisit = covisit
         self.stats = WriterStats()
 
     def run(self, max_records: int | None = None, max_seconds: float | None = None) -> WriterStats:
@@ -108,10 +115,12 @@ class FeatureWriterLoop:
         """One poll-write-commit cycle; returns the number of valid records polled."""
         batch = self._consumer.poll_batch(self._batch_size, self._batch_timeout_s)
         rows = self._convert(batch)
-        if rows:
-            result = self._write_until_done(rows)
+        counts = self._covisit_calls(batch)
+        if rows or counts:
+            result = self._write_until_done(rows, counts)
             self.stats.written += result.written
             self.stats.stale += result.skipped_stale
+            self.stats.covisits += sum(int(reply) for reply in result.also)
         self._commit()
         self.stats.records += len(batch)
         self.stats.rows += len(rows)
@@ -132,11 +141,18 @@ class FeatureWriterLoop:
             self.stats.bad_rows += 1
         return rows
 
-    def _write_until_done(self, rows: Sequence[FeatureRow]) -> WriteResult:
+    def _covisit_calls(self, batch: Sequence[tuple[Any, FeatureUpdate]]) -> list[ScriptCall]:
+        if self._covisit is None:
+            return []
+        return script_calls(batch_visits(batch, self._covisit.window_ms), self._covisit)
+
+    def _write_until_done(
+        self, rows: Sequence[FeatureRow], also: Sequence[ScriptCall] = ()
+    ) -> WriteResult:
         attempt = 0
         while True:
             try:
-                result = self._writer.write(rows)
+                result = self._writer.write(rows, also)
             except redis.RedisError as exc:
                 attempt += 1
                 self.stats.redis_failures += 1

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from jobs.feature_writer.covisit import NEIGHBOURS, TTL_S, CovisitOptions
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.rows import ConversionOptions
 from schemas.kafka import KafkaSettings
@@ -13,7 +14,7 @@ from schemas.settings import ENV_PREFIX, Settings, group, redis_url_setting, set
 from schemas.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.topics import FEATURE_UPDATES
 from schemas.views import PROJECT
-from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT
+from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT, WINDOW_MS
 
 WRITER_PREFIX = ENV_PREFIX + "FEATURE_WRITER_"
 DEFAULT_GROUP_ID = "streamrec-feature-writer"
@@ -57,6 +58,22 @@ class WriterSettings(Settings):
     key_ttl_seconds: int | None = setting(
         None, env="STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS", help="EXPIRE per entity"
     )
+    # Co-visitation counts (jobs/feature_writer/covisit.py): one sorted set per item.
+    covisit_neighbours: int = setting(
+        NEIGHBOURS,
+        env="STREAMREC_FEATURE_WRITER_COVISIT_NEIGHBOURS",
+        help="co-visited items kept per item (0 = no co-visitation counts)",
+    )
+    covisit_ttl_seconds: int = setting(
+        TTL_S,
+        env="STREAMREC_FEATURE_WRITER_COVISIT_TTL_SECONDS",
+        help="EXPIRE of an item's co-visitation set, renewed when counted",
+    )
+    covisit_window_ms: int = setting(
+        WINDOW_MS,
+        env="STREAMREC_FEATURE_WRITER_COVISIT_WINDOW_MS",
+        help="clicks of one user this close are co-visited",
+    )
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.batch_timeout_s <= 0:
@@ -65,6 +82,10 @@ class WriterSettings(Settings):
             raise SettingsError("horizon must be > 0 ms and the sequence limit >= 1")
         if self.key_ttl_seconds is not None and self.key_ttl_seconds < 1:
             raise SettingsError("key TTL must be >= 1 s (leave it unset for no expiry)")
+        if self.covisit_neighbours < 0:
+            raise SettingsError("co-visited items kept must be >= 0 (0 turns counting off)")
+        if self.covisit_ttl_seconds < 1 or self.covisit_window_ms < 1:
+            raise SettingsError("co-visitation TTL must be >= 1 s and its window >= 1 ms")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WriterSettings:
@@ -73,6 +94,15 @@ class WriterSettings(Settings):
     @property
     def conversion(self) -> ConversionOptions:
         return ConversionOptions(horizon_ms=self.horizon_ms, limit=self.sequence_limit)
+
+    @property
+    def covisit(self) -> CovisitOptions | None:
+        """How to count co-visits; None when counting is off."""
+        if not self.covisit_neighbours:
+            return None
+        return CovisitOptions(
+            self.project, self.covisit_window_ms, self.covisit_neighbours, self.covisit_ttl_seconds
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ import logging
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -108,9 +109,20 @@ def ensure_redis_server(
     return installed
 
 
+# Another apt (an unattended upgrade, a second stack starting) may hold apt's locks;
+# waiting for it beats failing the whole start.
+APT_LOCK_WAIT_S = 300.0
+
+
 def _run_apt(argv: list[str]) -> None:
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    deadline = time.monotonic() + APT_LOCK_WAIT_S
+    while True:
+        result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        if "Could not get lock" not in result.stderr or time.monotonic() > deadline:
+            break
+        log.warning("%s waits for another apt to release its lock", " ".join(argv))
+        time.sleep(5)
     if result.returncode != 0:
         raise StackError(
             f"`{' '.join(argv)}` failed ({result.returncode}):\n{result.stderr[-2000:]}"

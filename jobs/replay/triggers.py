@@ -12,8 +12,9 @@ from schemas.records import BehaviorEvent, RecRequest
 class TriggerSampler:
     """After each event, with probability ``rate``, ask for recommendations for its user.
 
-    The request carries the event's time, so a consumer can tell how fresh the
-    features it used were. Seeded: the same file and seed give the same requests.
+    The request carries the event's time and the event itself as its
+    ``trigger``, so the worker can make sure the answer's features include that
+    event (read-your-writes). Seeded: the same file and seed give the same requests.
     """
 
     rate: float
@@ -37,4 +38,5 @@ class TriggerSampler:
             user_id=event.user_id,
             ts=event.ts,
             k=self.k,
+            trigger=event,
         )

@@ -5,4 +5,6 @@ the worker, the demo and the benchmarks read through
 :func:`~schemas.online.redis_store.read_rows` (or its queue/decode halves inside
 a pipeline of their own). Both speak :mod:`schemas.online.feast_format`, the
 bytes ``feast.FeatureStore`` itself reads, for the views of :mod:`schemas.views`.
+Beside Feast's hashes, :mod:`schemas.online.covisit` lays out the co-visitation
+sets the writer counts from the stream and the worker's ``covisit`` route reads.
 """

@@ -86,6 +86,16 @@ ROWS_PER_CALL = 250
 class WriteResult:
     written: int
     skipped_stale: int
+    also: tuple[Any, ...] = ()  # the replies of the ``also`` script calls, in order
+
+
+@dataclass(frozen=True)
+class ScriptCall:
+    """One more Lua call to run in a batch's pipeline, after its rows (see ``write``)."""
+
+    script: str
+    keys: list[bytes]
+    argv: list[Any]
 
 
 class OnlineStoreWriter:
@@ -100,39 +110,47 @@ class OnlineStoreWriter:
         self._client = client
         self._project = project
         self._ttl = key_ttl_seconds or 0
-        self._sha: str | None = None
+        self._shas: dict[str, str] = {}
 
-    def write(self, rows: Sequence[FeatureRow]) -> WriteResult:
+    def write(self, rows: Sequence[FeatureRow], also: Sequence[ScriptCall] = ()) -> WriteResult:
         """Write ``rows`` in one pipeline; raises ``redis.RedisError`` if Redis fails.
 
         Each row is written only if its event time is strictly newer than the
         stored ``_ts:<view>``, like Feast; rows are applied in order, so repeated
         keys in one batch end as Feast would leave them (coalescing first is cheaper).
+
+        ``also`` rides in the same pipeline, after the rows, so whatever Redis
+        acknowledged for the rows it acknowledged for them too. They must be
+        idempotent, like the rows: a failed batch is sent again whole, and so is
+        a pipeline that met a Redis which had lost its scripts.
         """
-        if not rows:
+        if not rows and not also:
             return WriteResult(0, 0)
-        calls = self.script_calls(rows)
+        calls = [ScriptCall(UPSERT_IF_NEWER, keys, argv) for keys, argv in self.script_calls(rows)]
+        calls += also
         try:
             replies = self._execute(calls)
         except redis.exceptions.NoScriptError:
-            # Redis restarted (or SCRIPT FLUSH) since the script was loaded.
-            self._sha = None
+            # Redis restarted (or SCRIPT FLUSH) since the scripts were loaded.
+            self._shas.clear()
             replies = self._execute(calls)
-        written = sum(int(reply) for reply in replies)
-        return WriteResult(written, len(rows) - written)
+        row_replies = len(calls) - len(also)
+        written = sum(int(reply) for reply in replies[:row_replies])
+        return WriteResult(written, len(rows) - written, tuple(replies[row_replies:]))
 
-    def _execute(self, calls: list[tuple[list[bytes], list[Any]]]) -> list[Any]:
-        sha = self._script_sha()
+    def _execute(self, calls: Sequence[ScriptCall]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
-        for keys, argv in calls:
-            pipe.execute_command("EVALSHA", sha, len(keys), *keys, *argv)  # type: ignore[no-untyped-call]
+        for call in calls:
+            sha = self._script_sha(call.script)
+            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.argv)  # type: ignore[no-untyped-call]
         replies: list[Any] = pipe.execute()
         return replies
 
-    def _script_sha(self) -> str:
-        if self._sha is None:
-            self._sha = str(self._client.script_load(UPSERT_IF_NEWER))
-        return self._sha
+    def _script_sha(self, script: str) -> str:
+        sha = self._shas.get(script)
+        if sha is None:
+            sha = self._shas[script] = str(self._client.script_load(script))
+        return sha
 
     def script_calls(self, rows: Sequence[FeatureRow]) -> list[tuple[list[bytes], list[Any]]]:
         """``(KEYS, ARGV)`` of the script calls for ``rows``: per view, in chunks (pure)."""

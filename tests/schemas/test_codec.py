@@ -95,3 +95,24 @@ def test_request_defaults_and_limits() -> None:
         requests.decode(too_many)
     with pytest.raises(SchemaViolation, match="request_id"):
         requests.decode(b'{"request_id": "has space", "user_id": 5, "ts": 1511544070000}')
+
+
+def request_with_trigger(**trigger_changes: object) -> bytes:
+    trigger = {**GOOD, **trigger_changes}
+    return json.dumps({"request_id": "r-2", "user_id": 1, "ts": 1511544070000,
+                       "trigger": trigger}).encode()  # fmt: skip
+
+
+def test_request_carries_its_trigger_event() -> None:
+    request = request_codec(clock=lambda: NOW_MS).decode(request_with_trigger())
+    assert request.trigger == BehaviorEvent(1, 2268318, 2520377, "pv", 1511544070000)
+
+
+def test_refuses_a_trigger_of_another_user_or_from_the_future() -> None:
+    codec = request_codec(clock=lambda: NOW_MS)
+    with pytest.raises(SchemaViolation, match=r"trigger\.user_id=2 differs from user_id=1"):
+        codec.decode(request_with_trigger(user_id=2))
+    with pytest.raises(ImplausibleTimestamp, match=r"trigger\.ts="):
+        codec.decode(request_with_trigger(ts=NOW_MS + 86_400_000))
+    with pytest.raises(SchemaViolation, match="behavior"):
+        codec.decode(request_with_trigger(behavior="click"))

@@ -3,10 +3,13 @@ from __future__ import annotations
 import numpy as np
 
 from inference.worker.recall import (
+    ROUTE_ORDER,
     Candidate,
     EmbeddingIndex,
+    covisit_items,
     merge_routes,
     recent_categories,
+    recent_items,
     trend_items,
     user_routes,
 )
@@ -51,3 +54,30 @@ def test_embedding_index_finds_neighbours_of_recent_clicks() -> None:
     index = EmbeddingIndex(embeddings, np.array([100, 101, 102, 103]))
     found = index.search([np.array([2], np.int32), np.array([1, 0], np.int32)], k=2)
     assert found == [[100, 101], []]  # the OOV-only user gets nothing from this route
+
+
+def test_covisit_sums_the_clicked_items_lists_and_leaves_out_excluded_items() -> None:
+    # Last click 1's neighbours, then older click 2's; 5 was just viewed (excluded).
+    lists = [[(7, 3.0), (8, 2.0), (5, 9.0)], [(8, 2.0), (9, 3.0), (6, 1.0)]]
+    # 8: 2 + 2 = 4; 7 and 9 tie at 3, 7 seen first; then 6.
+    assert covisit_items(lists, limit=10, excluded={5}) == [8, 7, 9, 6]
+    assert covisit_items(lists, limit=2, excluded={5}) == [8, 7]
+    assert covisit_items([], limit=5) == []
+
+
+def test_recent_items_are_distinct_and_most_recent_first() -> None:
+    assert recent_items([4, 1, 2, 1, 3], limit=3) == [3, 1, 2]
+    assert recent_items([4, 1], limit=0) == []
+
+
+def test_covisit_comes_after_the_request_and_before_the_embedding() -> None:
+    assert ROUTE_ORDER == ("request", "covisit", "embedding", "trend", "popular")
+    routes = user_routes([5], embedding=[6, 7], trend=[8], popular=[9], covisit=[7, 5, 10])
+    merged = merge_routes(routes, limit=5, min_count=0)
+    assert merged == [
+        Candidate(5, "request"),
+        Candidate(7, "covisit"),
+        Candidate(10, "covisit"),
+        Candidate(6, "embedding"),
+        Candidate(8, "trend"),
+    ]

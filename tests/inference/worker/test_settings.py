@@ -29,9 +29,10 @@ def test_defaults_and_environment() -> None:
 
 
 def test_flags_override_the_environment() -> None:
-    args = parse_args(["--batch-size", "8", "--scorer", "onnx"])
+    args = parse_args(["--batch-size", "8", "--scorer", "onnx", "--covisit-clicks", "3"])
     settings = settings_from(args, {"STREAMREC_WORKER_BATCH_SIZE": "32"})
     assert settings.batch_size == 8 and settings.scorer == "onnx"
+    assert (settings.covisit_clicks, settings.covisit_candidates) == (3, 40)
 
 
 @pytest.mark.parametrize(
@@ -40,6 +41,7 @@ def test_flags_override_the_environment() -> None:
         {"STREAMREC_WORKER_BATCH_SIZE": "0"},
         {"STREAMREC_WORKER_BATCH_SIZE": "many"},
         {"STREAMREC_WORKER_SCORER": "gpu"},
+        {"STREAMREC_WORKER_COVISIT_CLICKS": "-1"},
     ],
 )
 def test_bad_settings_are_refused(env: dict[str, str]) -> None:

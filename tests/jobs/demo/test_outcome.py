@@ -10,13 +10,16 @@ def asked(request_id: str, sent_ms: int = 1_000) -> Asked:
     return Asked(RecRequest(request_id=request_id, user_id=7, ts=sent_ms), sent_ms)
 
 
-def answered(request_id: str, received_ms: int, degraded: bool = False) -> Answered:
+def answered(
+    request_id: str, received_ms: int, degraded: bool = False, trigger: str | None = None
+) -> Answered:
     rec = Recommendation(
         request_id=request_id, user_id=7, model_version="3", features_at=received_ms - 500,
         produced_at=received_ms, degraded=degraded,
         degraded_reasons=["triton: unavailable"] if degraded else [],
         items=[RecItem(item_id=1, score=0.5, route="embedding"),
                RecItem(item_id=2, score=0.4, route="popular")],
+        trigger_features=trigger,  # type: ignore[arg-type]
     )  # fmt: skip
     return Answered(rec, received_ms)
 
@@ -51,3 +54,14 @@ def test_lines_name_every_figure() -> None:
     lines = "\n".join(outcome_lines(judge([asked("a")], [answered("a", 1_010, True)])))
     assert "requests produced / answered    1 / 1" in lines
     assert "degraded because" in lines
+
+
+def test_answers_are_counted_by_whether_their_features_had_the_trigger() -> None:
+    outcome = judge(
+        [asked("a"), asked("b"), asked("c"), asked("d")],
+        [answered("a", 1_010, trigger="store"), answered("b", 1_010, trigger="folded"),
+         answered("c", 1_010, trigger="folded"), answered("d", 1_010)],
+    )  # fmt: skip
+    assert outcome.trigger_features == {"folded": 2, "store": 1}
+    lines = "\n".join(outcome_lines(outcome))
+    assert "trigger click in features       folded=2, store=1" in lines

@@ -7,12 +7,13 @@ from typing import Any
 
 import redis
 
+from jobs.feature_writer.covisit import CovisitOptions
 from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
 from jobs.feature_writer.rows import ConversionOptions
 from schemas.errors import InvalidRecord
 from schemas.features import UserRecentEvents
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import WriteResult
+from schemas.online.redis_store import ScriptCall, WriteResult
 from tests.jobs.feature_writer.samples import T0, item_window, recent
 
 
@@ -48,18 +49,23 @@ class FlakyWriter:
         self.consumer = consumer
         self.commits_seen_at_success: list[int] = []
         self.rows: list[FeatureRow] = []
+        self.also: list[list[ScriptCall]] = []
 
-    def write(self, rows: list[FeatureRow]) -> WriteResult:
+    def write(self, rows: list[FeatureRow], also: list[ScriptCall] | None = None) -> WriteResult:
+        self.also.append(list(also or ()))
         if self.failures:
             self.failures -= 1
             raise redis.ConnectionError("Connection refused")
         self.commits_seen_at_success.append(self.consumer.commits)
         self.rows += rows
-        return WriteResult(len(rows), 0)
+        return WriteResult(len(rows), 0, tuple(1 for _ in also or ()))
 
 
 def make_loop(
-    consumer: FakeConsumer, writer: FlakyWriter, stop: threading.Event | None = None
+    consumer: FakeConsumer,
+    writer: FlakyWriter,
+    stop: threading.Event | None = None,
+    covisit: CovisitOptions | None = None,
 ) -> FeatureWriterLoop:
     return FeatureWriterLoop(
         consumer,  # type: ignore[arg-type]
@@ -67,6 +73,7 @@ def make_loop(
         ConversionOptions(),
         backoff=Backoff(initial_s=0.001, max_s=0.002),
         stop=stop,
+        covisit=covisit,
     )
 
 
@@ -115,3 +122,23 @@ def test_run_stops_after_max_records() -> None:
     consumer = FakeConsumer([[("m", recent(user_id=n))] for n in range(1, 10)])
     loop = make_loop(consumer, FlakyWriter(0, consumer))
     assert loop.run(max_records=3).records == 3
+
+
+def test_covisit_counts_ride_in_the_rows_write_and_retry_with_it() -> None:
+    # Two clicks of user 1 in one batch: both are visits, though one row is written.
+    consumer = FakeConsumer([[("m1", recent(user_id=1, n=1)), ("m2", recent(user_id=1, n=2))]])
+    writer = FlakyWriter(failures=1, consumer=consumer)
+    loop = make_loop(consumer, writer, covisit=CovisitOptions(project="p"))
+    loop.run_batch()
+    failed, written = writer.also
+    assert failed == written and len(written) == 1
+    assert written[0].keys[0] == b"p:covisit:seen:1"
+    assert written[0].argv[3:] == [T0, 100, 0, T0, 100, 1, 101]
+    assert (len(writer.rows), loop.stats.covisits, consumer.commits) == (1, 1, 1)
+
+
+def test_without_covisit_options_nothing_is_counted() -> None:
+    consumer = FakeConsumer([[("m1", recent(user_id=1))]])
+    writer = FlakyWriter(failures=0, consumer=consumer)
+    make_loop(consumer, writer).run_batch()
+    assert writer.also == [[]]

@@ -41,6 +41,8 @@ def test_environment_then_flags() -> None:
         {"STREAMREC_FEATURE_WRITER_BATCH_SIZE": "0"},
         {"STREAMREC_FEATURE_WRITER_SEQUENCE_LIMIT": "0"},
         {"STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "0"},
+        {"STREAMREC_FEATURE_WRITER_COVISIT_NEIGHBOURS": "-1"},
+        {"STREAMREC_FEATURE_WRITER_COVISIT_TTL_SECONDS": "0"},
     ],
 )
 def test_bad_values_are_refused(env: dict[str, str]) -> None:
@@ -69,5 +71,23 @@ def test_help_mentions_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         "--horizon-ms",
         "--limit",
         "--max-records",
+        "--covisit-neighbours",
+        "--covisit-ttl-seconds",
+        "--covisit-window-ms",
     ):
         assert flag in out
+
+
+def test_covisit_options_from_settings_and_off_at_zero() -> None:
+    env = {
+        "STREAMREC_FEATURE_WRITER_PROJECT": "p",
+        "STREAMREC_FEATURE_WRITER_COVISIT_TTL_SECONDS": "600",
+    }
+    options = settings_from(parse_args(["--covisit-neighbours", "7"]), env).covisit
+    assert options is not None
+    assert (options.project, options.neighbours, options.ttl_s) == ("p", 7, 600)
+    assert (options.window_ms, options.seen_ttl_ms) == (1_800_000, 3_600_000)
+    assert (
+        WriterSettings.from_env({"STREAMREC_FEATURE_WRITER_COVISIT_NEIGHBOURS": "0"}).covisit
+        is None
+    )

@@ -22,7 +22,7 @@ def test_rate_and_determinism() -> None:
     assert 60 < len(issued) < 140
     assert len({r.request_id for r in issued}) == len(issued)
     request, event = next((r, e) for r, e in zip(first, EVENTS, strict=True) if r is not None)
-    assert (request.user_id, request.ts) == (event.user_id, event.ts)
+    assert (request.user_id, request.ts, request.trigger) == (event.user_id, event.ts, event)
 
 
 def test_rate_bounds() -> None:

@@ -1,0 +1,111 @@
+"""Read-your-writes: an answer's features include the click that prompted the request.
+
+A request may carry its ``trigger``, the event that prompted it. That event
+reached Kafka before the request did, but the feature path (Flink's fresh view,
+the writer, Redis) takes tens to hundreds of milliseconds more, so the store is
+often one click behind. The worker therefore
+
+1. reads the users' rows and checks each trigger against them (same item,
+   behaviour and event time in the sequence);
+2. re-reads the users still behind, every ``POLL_S``, for at most
+   ``fresh_wait_ms`` (the wait is the batch's, never unbounded) — a store that
+   catches up brings the trigger *and* any earlier click still in flight;
+3. folds a trigger the store still lacks into the user's sequence itself
+   (``fold_trigger``), or, with folding off, answers without it and flags the
+   answer with :data:`TRIGGER_MISSING`.
+
+Each answer says which of ``store``, ``folded`` or ``missing`` happened in its
+``trigger_features`` field; requests without a trigger leave it absent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from inference.worker.features import (
+    EXCLUDED_BEHAVIORS,
+    Row,
+    UserFeatures,
+    fold_event,
+    row_includes,
+)
+from schemas.records import RecRequest, TriggerFeatures
+
+TRIGGER_MISSING = "features_behind_trigger"
+# Between re-reads of the users still behind: a Redis round trip costs ~0.2 ms,
+# the feature path's latency is tens of ms, so a few ms apart loses little.
+POLL_S = 0.002
+
+UserReader = Callable[[Sequence[int]], tuple[list[Row | None], list[Row | None]]]
+
+
+def behind(
+    requests: Sequence[RecRequest], recent: Sequence[Row | None], window: Sequence[Row | None]
+) -> list[int]:
+    """Positions of the requests whose trigger neither of the user's rows holds yet (pure)."""
+    return [
+        n
+        for n, (req, r, w) in enumerate(zip(requests, recent, window, strict=True))
+        if req.trigger is not None
+        and not row_includes(r, req.trigger)
+        and not row_includes(w, req.trigger)
+    ]
+
+
+def wait_for_triggers(
+    read: UserReader,
+    requests: Sequence[RecRequest],
+    recent: list[Row | None],
+    window: list[Row | None],
+    wait_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[int]:
+    """Re-read the users behind their trigger until none is, or ``wait_s`` has passed.
+
+    Updates ``recent`` and ``window`` in place; returns the positions still behind.
+    A Redis error propagates: the caller's fallback handles it like any other read.
+    """
+    pending = behind(requests, recent, window)
+    deadline = clock() + wait_s
+    while pending and clock() < deadline:
+        sleep(min(POLL_S, max(0.0, deadline - clock())))
+        fresh_recent, fresh_window = read([requests[n].user_id for n in pending])
+        for n, r, w in zip(pending, fresh_recent, fresh_window, strict=True):
+            recent[n], window[n] = r, w
+        still = behind([requests[n] for n in pending], fresh_recent, fresh_window)
+        pending = [pending[i] for i in still]
+    return pending
+
+
+def with_triggers(
+    requests: Sequence[RecRequest],
+    users: Sequence[UserFeatures],
+    still_behind: Sequence[int],
+    fold: bool,
+    limit: int,
+    excluded_behaviors: frozenset[str] = EXCLUDED_BEHAVIORS,
+) -> tuple[list[UserFeatures], list[TriggerFeatures | None]]:
+    """Each user's features with its trigger folded in where needed, and the outcome (pure).
+
+    ``still_behind`` are the positions whose trigger the store lacks (all of them
+    with a trigger when the store could not be read).
+    """
+    lacking = set(still_behind)
+    out_users: list[UserFeatures] = []
+    outcomes: list[TriggerFeatures | None] = []
+    for n, (req, user) in enumerate(zip(requests, users, strict=True)):
+        if req.trigger is None:
+            out_users.append(user)
+            outcomes.append(None)
+        elif n not in lacking:
+            out_users.append(user)
+            outcomes.append("store")
+        elif fold:
+            out_users.append(fold_event(user, req.trigger, limit, excluded_behaviors))
+            outcomes.append("folded")
+        else:
+            out_users.append(user)
+            outcomes.append("missing")
+    return out_users, outcomes

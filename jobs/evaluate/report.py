@@ -1,0 +1,140 @@
+"""The evaluation's table, plot and RESULT line, from answers and truth (pure but the plot)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.evaluate.truth import Scores, Truth, score
+from schemas.records import Recommendation
+
+K = 10
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class VariantResult:
+    name: str
+    answered: int
+    degraded: int
+    any_item: Scores
+    new_item: Scores
+
+
+def ranked_lists(
+    request_ids: Sequence[str], answers: Mapping[str, Recommendation]
+) -> list[list[int] | None]:
+    """Each request's recommended items in order; None where no answer came."""
+    out: list[list[int] | None] = []
+    for request_id in request_ids:
+        rec = answers.get(request_id)
+        out.append([i.item_id for i in rec.items] if rec is not None else None)
+    return out
+
+
+def evaluate_variant(
+    name: str,
+    request_ids: Sequence[str],
+    truths: Sequence[Truth],
+    answers: Mapping[str, Recommendation],
+) -> VariantResult:
+    lists = ranked_lists(request_ids, answers)
+    answered = [answers[r] for r in request_ids if r in answers]
+    return VariantResult(
+        name,
+        len(answered),
+        sum(rec.degraded for rec in answered),
+        score(lists, truths, K),
+        score(lists, truths, K, new_only=True),
+    )
+
+
+def popular_result(popular: Sequence[int], truths: Sequence[Truth]) -> VariantResult:
+    lists: list[list[int] | None] = [list(popular[:K])] * len(truths)
+    return VariantResult(
+        "popular", len(truths), 0, score(lists, truths, K), score(lists, truths, K, new_only=True)
+    )
+
+
+def fresh_share(answers: Mapping[str, Recommendation]) -> float:
+    """Share of answers whose features included their trigger (from the store or folded in)."""
+    verdicts = Counter(rec.trigger_features for rec in answers.values())
+    asked = sum(verdicts.values())
+    return (verdicts["store"] + verdicts["folded"]) / asked if asked else 0.0
+
+
+def popular_share(answers: Mapping[str, Recommendation]) -> float:
+    """Share of recommended items that came from the popular route."""
+    routes = Counter(item.route for rec in answers.values() for item in rec.items)
+    total = sum(routes.values())
+    return routes["popular"] / total if total else 0.0
+
+
+def table(results: Sequence[VariantResult]) -> list[str]:
+    lines = [
+        f"| variant | answers | degraded | hit@{K} | NDCG@{K} | new-item hit@{K} | "
+        f"new-item NDCG@{K} |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.name} | {r.answered} | {r.degraded} | {r.any_item.hit:.4f} | "
+            f"{r.any_item.ndcg:.4f} | {r.new_item.hit:.4f} | {r.new_item.ndcg:.4f} |"
+        )
+    return lines
+
+
+def hourly_hits(
+    lists: Sequence[Sequence[int] | None], truths: Sequence[Truth], times: Sequence[int],
+    start_ms: int,
+) -> dict[int, float]:  # fmt: skip
+    """hit@K per hour of replayed event time (hours with a judged request only)."""
+    buckets: dict[int, tuple[list[Sequence[int] | None], list[Truth]]] = {}
+    for ranked, truth, ts in zip(lists, truths, times, strict=True):
+        hour = (ts - start_ms) // HOUR_MS
+        answers, wanted = buckets.setdefault(hour, ([], []))
+        answers.append(ranked)
+        wanted.append(truth)
+    out = {}
+    for hour, (answers, wanted) in sorted(buckets.items()):
+        scores = score(answers, wanted, K)
+        if scores.judged:
+            out[hour] = scores.hit
+    return out
+
+
+def plot(series: Mapping[str, Mapping[int, float]], title: str, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for name, points in series.items():
+        hours = sorted(points)
+        ax.plot(hours, [points[h] for h in hours], marker="o", markersize=3, label=name)
+    ax.set_xlabel("hour of the replayed period (event time)")
+    ax.set_ylabel(f"hit@{K}")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def result_line(
+    results: Mapping[str, VariantResult], fresh: float, popular: float, answers: int
+) -> str:
+    def hit(name: str) -> str:
+        return f"{results[name].any_item.hit:.4f}" if name in results else "n/a"
+
+    return (
+        f"RESULT hit_at_10={hit('stream')} batch_hit_at_10={hit('batch')} "
+        f"popular_hit_at_10={hit('popular')} norank_hit_at_10={hit('norank')} "
+        f"keep_viewed_hit_at_10={hit('stream-keep-viewed')} "
+        f"fresh_answers={fresh:.4f} popular_share={popular:.4f} answers={answers}"
+    )

@@ -1,0 +1,127 @@
+"""Co-visitation counts from the fresh user rows, in the batch's own Redis pipeline.
+
+Every fresh row (``user_recent``, one per event) stands for its newest click
+(:func:`schemas.online.covisit.newest_visit`); that click pairs with the user's
+other clicks of the window, and each pair adds 1 to both items' sorted sets.
+The calls ride in the pipeline of the batch's feature rows
+(:meth:`~schemas.online.redis_store.OnlineStoreWriter.write`), so offsets are
+committed only after Redis took the counts as well (at-least-once).
+
+Counting is idempotent, so a replay does not count a pair twice: a replayed
+batch (Redis failed, a rebalance, a crash before the commit) and the feature
+job's own at-least-once rows after a restore all come again. Per user, Redis
+keeps the newest click already counted (``seen_key``, for ``2 * window``); a
+visit is counted only if it is newer, checked and applied in one Lua call.
+The cost of the guard: a click that arrives after a newer one of the same
+user (out of order) is never counted, because its row's newest click is the
+newer one, already counted. That loses a few pairs instead of counting some twice.
+
+Memory stays bounded: each touched set is cut to its ``neighbours`` best
+members and its TTL renewed, so a set nobody co-visits for ``ttl_s`` goes away.
+A member cut from a full set starts again from 1 when it comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from schemas.features import FeatureUpdate, UserRecentEvents
+from schemas.online.covisit import Visit, neighbours_key, newest_visit, seen_key
+from schemas.online.redis_store import ScriptCall
+from schemas.views import PROJECT
+from schemas.windows import WINDOW_MS
+
+M = TypeVar("M")
+NEIGHBOURS = 100
+TTL_S = 2 * 24 * 3600  # as long as the trends views keep their rows
+# Visits per script call: one call runs atomically and blocks Redis meanwhile.
+VISITS_PER_CALL = 250
+
+# ARGV: neighbours kept, set TTL (s), guard TTL (ms); then per visit: ts, item,
+# n, the n earlier items. KEYS per visit: the user's guard, the item's set, the
+# n earlier items' sets. Returns how many visits were counted (newer than the guard).
+COUNT_VISITS = """
+local keep, ttl, seen_ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local touched, counted, k, a = {}, 0, 1, 4
+while a <= #ARGV do
+  local ts, item, n = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+  local seen = redis.call('GET', KEYS[k])
+  local newer = true
+  if seen then
+    local seen_ts, seen_item = string.match(seen, '^(%d+):(%d+)$')
+    if seen_ts then
+      seen_ts, seen_item = tonumber(seen_ts), tonumber(seen_item)
+      newer = ts > seen_ts or (ts == seen_ts and tonumber(item) > seen_item)
+    end
+  end
+  if newer then
+    for j = 1, n do
+      redis.call('ZINCRBY', KEYS[k + 1], 1, ARGV[a + 2 + j])
+      redis.call('ZINCRBY', KEYS[k + 1 + j], 1, item)
+      touched[KEYS[k + 1 + j]] = true
+    end
+    if n > 0 then touched[KEYS[k + 1]] = true end
+    redis.call('SET', KEYS[k], ARGV[a] .. ':' .. item, 'PX', seen_ttl)
+    counted = counted + 1
+  end
+  k, a = k + 2 + n, a + 3 + n
+end
+for key in pairs(touched) do
+  redis.call('ZREMRANGEBYRANK', key, 0, -(keep + 1))
+  redis.call('EXPIRE', key, ttl)
+end
+return counted
+"""
+
+
+@dataclass(frozen=True)
+class CovisitOptions:
+    """Where the counts go and how they are bounded."""
+
+    project: str = PROJECT
+    window_ms: int = WINDOW_MS
+    neighbours: int = NEIGHBOURS
+    ttl_s: int = TTL_S
+
+    @property
+    def seen_ttl_ms(self) -> int:
+        # Long enough for any replay of a click still inside a user's window.
+        return 2 * self.window_ms
+
+
+def batch_visits(
+    batch: Iterable[tuple[M, FeatureUpdate]], window_ms: int
+) -> list[tuple[int, Visit]]:
+    """``(user, visit)`` of every fresh row, in changelog order (pure).
+
+    All rows count, not only the newest per user: each is one click. A row whose
+    events do not parse is left out here; the row conversion dead-letters it.
+    """
+    out: list[tuple[int, Visit]] = []
+    for _, update in batch:
+        if not isinstance(update, UserRecentEvents):
+            continue
+        try:
+            visit = newest_visit(update.events, window_ms)
+        except ValueError:
+            continue
+        if visit is not None:
+            out.append((update.user_id, visit))
+    return out
+
+
+def script_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -> list[ScriptCall]:
+    """The :data:`COUNT_VISITS` calls for ``visits``, in order, in chunks (pure)."""
+    calls = []
+    for start in range(0, len(visits), VISITS_PER_CALL):
+        keys: list[bytes] = []
+        argv: list[Any] = [options.neighbours, options.ttl_s, options.seen_ttl_ms]
+        project = options.project
+        for user_id, visit in visits[start : start + VISITS_PER_CALL]:
+            keys += (seen_key(user_id, project), neighbours_key(visit.item_id, project))
+            keys += (neighbours_key(other, project) for other in visit.earlier)
+            argv += (visit.ts, visit.item_id, len(visit.earlier), *visit.earlier)
+        calls.append(ScriptCall(COUNT_VISITS, keys, argv))
+    return calls

@@ -1,0 +1,118 @@
+"""Co-visitation counts on real Kafka and Redis: through the writer, once each, bounded."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+import pytest
+import redis
+from confluent_kafka import Producer
+
+from jobs.feature_writer.cli import build_loop
+from jobs.feature_writer.covisit import CovisitOptions, script_calls
+from jobs.feature_writer.settings import WriterSettings
+from schemas.features import FeatureUpdate, UserRecentEvents, pack_event
+from schemas.kafka import KafkaSettings
+from schemas.online.covisit import Visit, neighbours_key, read_neighbours, seen_key
+from schemas.online.redis_store import OnlineStoreWriter
+from tests.conftest import Endpoints, TopicFactory
+from tests.jobs.feature_writer.samples import MINUTE, T0
+from tests.support import requirements
+
+pytestmark = pytest.mark.integration
+A, B, C, D = 11, 12, 13, 14
+
+
+@pytest.fixture
+def client(stack: Endpoints) -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(requirements.redis_url(stack.redis_url))
+    yield client
+    client.close()
+
+
+def session(user_id: int, clicks: list[tuple[int, int]]) -> list[UserRecentEvents]:
+    """The fresh rows the feature job emits for ``(minute, item)`` clicks: one per click."""
+    events = [pack_event(T0 + minute * MINUTE, item, 1, "pv") for minute, item in clicks]
+    return [
+        UserRecentEvents(user_id, T0 + clicks[n][0] * MINUTE, events[: n + 1])
+        for n in range(len(clicks))
+    ]
+
+
+def run_writer(kafka: KafkaSettings, redis_url: str, topic: str, project: str, n: int) -> int:
+    """A writer with a group of its own reads the whole topic; returns the visits counted."""
+    settings = WriterSettings(
+        kafka=kafka, topic=topic, group_id=f"cv-{uuid.uuid4().hex[:8]}", redis_url=redis_url,
+        project=project, batch_size=3, batch_timeout_s=0.2,
+    )  # fmt: skip
+    loop = build_loop(settings)
+    try:
+        stats = loop.run(max_records=n, max_seconds=60)
+    finally:
+        loop.close()
+    assert stats.records == n
+    return stats.covisits
+
+
+def neighbours(client: redis.Redis, items: list[int], project: str) -> dict[int, Any]:
+    return dict(zip(items, read_neighbours(client, items, 10, project), strict=True))
+
+
+def test_stream_counts_each_pair_once_both_ways_even_when_replayed(
+    kafka: KafkaSettings, stack: Endpoints, topic_factory: TopicFactory, client: redis.Redis
+) -> None:
+    topic, project = topic_factory(partitions=2), f"cv{uuid.uuid4().hex[:8]}"
+    updates: list[FeatureUpdate] = []
+    for user in (1, 2, 3):
+        updates += session(user, [(0, A), (5, B)])
+    updates += session(4, [(0, A), (10, C), (12, A)])  # A again: pairs with C, not itself
+    updates += session(5, [(0, A), (31, D)])  # 31 minutes apart: not co-visited
+    producer = Producer(kafka.client_config())
+    for update in updates:
+        key = f"user_recent:{update.user_id}".encode()  # type: ignore[union-attr]
+        producer.produce(topic, msgspec.json.encode(update), key=key)
+    assert producer.flush(10) == 0
+    redis_url = requirements.redis_url(stack.redis_url)
+
+    assert run_writer(kafka, redis_url, topic, project, len(updates)) == len(updates)
+    expected = {
+        A: [(B, 3.0), (C, 2.0)],
+        B: [(A, 3.0)],
+        C: [(A, 2.0)],
+        D: [],
+    }
+    assert neighbours(client, list(expected), project) == expected
+
+    # A replay (a crash before the commit, a feature job restored from a checkpoint)
+    # brings the same rows again: nothing is counted twice.
+    assert run_writer(kafka, redis_url, topic, project, len(updates)) == 0
+    assert neighbours(client, list(expected), project) == expected
+    remaining_ms: int = client.pttl(seen_key(1, project))  # type: ignore[assignment]
+    assert 0 < remaining_ms <= 2 * 30 * MINUTE
+
+
+def test_sets_keep_their_top_neighbours_with_a_ttl_and_survive_a_script_flush(
+    client: redis.Redis,
+) -> None:
+    project = f"cv{uuid.uuid4().hex[:8]}"
+    options = CovisitOptions(project=project, neighbours=2, ttl_s=600)
+    writer = OnlineStoreWriter(client, project)
+    visits = [
+        (1, Visit(T0, A, (B, C, D))),
+        (2, Visit(T0, A, (B, C))),
+        (3, Visit(T0, A, (B,))),
+    ]
+    result = writer.write([], script_calls(visits, options))
+    assert result.also == (3,)
+    # A: B 3, C 2, D 1 -> D is cut; D's own set keeps A.
+    assert read_neighbours(client, [A, D], 10, project) == [[(B, 3.0), (C, 2.0)], [(A, 1.0)]]
+    remaining_s: int = client.ttl(neighbours_key(A, project))  # type: ignore[assignment]
+    assert 0 < remaining_s <= 600
+    # Redis lost its scripts (a restart): the pipeline is sent again, still counted once.
+    client.script_flush()
+    again = writer.write([], script_calls([(1, Visit(T0 + 1, D, (A,)))], options))
+    assert again.also == (1,)
+    assert read_neighbours(client, [A, D], 10, project) == [[(B, 3.0), (C, 2.0)], [(A, 2.0)]]
