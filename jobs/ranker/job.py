@@ -18,14 +18,18 @@ from jobs.ranker.artifacts import (
     write_model_files,
 )
 from jobs.ranker.baselines import CoVisitation, popularity_scores
-from jobs.ranker.errors import TrainingDataError
+from jobs.ranker.catalogue_eval import CatalogueRows, catalogue_rows, evaluate_catalogue
+from jobs.ranker.errors import EmptySplitError, TrainingDataError
 from jobs.ranker.events import (
     PROFILES,
     DatasetProfile,
     Events,
+    describe_span,
     holdout_start,
     in_range,
     load_events,
+    local_time,
+    span_days,
     split_by_time,
 )
 from jobs.ranker.lighten import choose_served, compare_variants
@@ -34,6 +38,7 @@ from jobs.ranker.model import DINConfig
 from jobs.ranker.samples import Catalog, SampleBuilder, Samples, unique_positives
 from jobs.ranker.settings import TrainSettings
 from jobs.ranker.training import TrainConfig, score, train
+from schemas.ranking import FIRST_ID_INDEX
 
 Report = Callable[[str], None]
 
@@ -44,6 +49,7 @@ class Split:
     catalog: Catalog
     train: Samples
     held_out: Samples
+    full: CatalogueRows  # held-out events ranked against the whole catalogue
     info: dict[str, int]
 
 
@@ -62,24 +68,61 @@ def _at_most(events: Events, limit: int, rng: np.random.Generator) -> Events:
     return events.take(keep)
 
 
-def build_split(settings: TrainSettings, report: Report = print) -> Split:
-    """Train rows from days before the cutoff, evaluation rows from the held-out days."""
-    events, audit = load_events(settings.dataset, settings.file)
+def _split_advice(settings: TrainSettings, events: Events, profile: DatasetProfile) -> str:
+    days = span_days(events, profile)
+    if settings.holdout_days:
+        return (
+            f"--holdout-days {settings.holdout_days} (STREAMREC_TRAIN_HOLDOUT_DAYS) does not fit "
+            f"data spanning {describe_span(events, profile)}: set it between 1 and "
+            f"{max(days - 1, 1)}, or 0 to hold out the days of the last "
+            f"{profile.holdout_fraction:.0%} of events"
+        )
+    return (
+        f"the default hold-out (the days of the last {profile.holdout_fraction:.0%} of events) "
+        f"cannot split data spanning {describe_span(events, profile)}; it needs events at "
+        "more than one time (set --holdout-days to choose the span)"
+    )
+
+
+def _time_split(settings: TrainSettings, events: Events) -> tuple[Events, int, Events, Events]:
+    """The events in range, the cut and its two sides; an error saying what the data
+    spans and what to set when one side is empty."""
     profile = _profile(settings)
     events = in_range(events, profile)
+    if len(events) == 0:
+        raise TrainingDataError(
+            f"{settings.dataset}: no event between {profile.start} and {profile.end} "
+            "(local dates), the dataset's valid range"
+        )
     cutoff = holdout_start(events, profile)
-    train_events, held_out_events = split_by_time(events, cutoff)
+    try:
+        return events, cutoff, *split_by_time(events, cutoff)
+    except EmptySplitError as error:
+        raise TrainingDataError(
+            f"a hold-out from {local_time(cutoff, profile.utc_offset_hours)} leaves "
+            f"{error.train_events} train and {error.held_out_events} held-out events: "
+            f"{_split_advice(settings, events, profile)}"
+        ) from error
+
+
+def build_split(settings: TrainSettings, report: Report = print) -> Split:
+    """Train rows from days before the cutoff, evaluation rows from the held-out days."""
+    loaded, audit = load_events(settings.dataset, settings.file)
+    events, cutoff, train_events, held_out_events = _time_split(settings, loaded)
     catalog = Catalog.from_train(train_events)
     rng = np.random.default_rng(settings.seed)
     builder = SampleBuilder(events, catalog, settings.sequence_horizon_min * 60_000)
     train_targets = _at_most(unique_positives(train_events), settings.max_train_rows, rng)
     held_out = unique_positives(held_out_events)
-    # An item the train split never saw cannot be ranked by any method here; the
-    # ranking protocol needs a true item that is in the catalog.
+    # The sampled protocol needs a true item in the catalog, so it skips events on
+    # items the train split never saw; the whole-catalogue one counts them as misses.
     known = held_out.take(catalog.vocab.item_index(held_out.item) >= 2)
     if len(known) == 0:
         raise TrainingDataError("no held-out positive is an item of the train split")
     eval_targets = _at_most(known, settings.max_eval_rows, rng)
+    # Its own generator: the sampled rows (and their metrics) stay what they were.
+    full_rng = np.random.default_rng([settings.seed, 1])
+    full = catalogue_rows(_at_most(held_out, settings.full_eval_rows, full_rng), builder, full_rng)
     info = {
         "cutoff_ms": cutoff,
         "events": len(events),
@@ -90,26 +133,31 @@ def build_split(settings: TrainSettings, report: Report = print) -> Split:
         "held_out_unknown_items": len(held_out) - len(known),
         "train_rows": len(train_targets),
         "eval_rows": len(eval_targets),
+        "full_eval_rows": full.unseen + len(full.rows),
+        "full_eval_unseen": full.unseen,
         "num_items": catalog.vocab.num_items,
         "num_categories": catalog.vocab.num_categories,
     }
     report(
         f"{settings.dataset}: {info['train_events']} train / {info['held_out_events']} "
-        f"held-out events; {info['train_rows']} train rows, {info['eval_rows']} eval rows "
-        f"({info['held_out_unknown_items']} held-out positives on unseen items skipped)"
+        f"held-out events (from {local_time(cutoff, _profile(settings).utc_offset_hours)}); "
+        f"{info['train_rows']} train rows, {info['eval_rows']} eval rows "
+        f"({info['held_out_unknown_items']} held-out positives on unseen items skipped by "
+        f"the sampled protocol; {info['full_eval_rows']} held-out positives for the whole "
+        f"catalogue, {info['full_eval_unseen']} of them on unseen items, counted as misses)"
     )
     return Split(
         train_events,
         catalog,
         builder.build(train_targets, settings.negatives, rng),
         builder.build(eval_targets, settings.eval_negatives, rng),
+        full,
         info,
     )
 
 
-def baseline_metrics(split: Split) -> dict[str, dict[str, float]]:
+def baseline_metrics(split: Split, covisit: CoVisitation) -> dict[str, dict[str, float]]:
     """Popularity and co-visitation on the same held-out candidate sets as the model."""
-    covisit = CoVisitation.from_train(split.train_events, split.catalog)
     labels = split.held_out.labels
     return {
         "popularity": evaluate(popularity_scores(split.catalog, split.held_out), labels),
@@ -121,7 +169,8 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
     """Train, evaluate, export and write the model directory; returns metrics.json."""
     started = time.perf_counter()
     split = build_split(settings, report)
-    baselines = baseline_metrics(split)
+    covisit = CoVisitation.from_train(split.train_events, split.catalog)
+    baselines = baseline_metrics(split, covisit)
     model_config = DINConfig(
         split.catalog.vocab.num_items, split.catalog.vocab.num_categories, settings.dim
     )
@@ -136,6 +185,13 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
     model, losses = train(model_config, split.train, train_config, report)
     train_seconds = time.perf_counter() - train_started
     model_metrics = evaluate(score(model, split.held_out), split.held_out.labels)
+    catalogue_started = time.perf_counter()
+    catalogue = evaluate_catalogue(split.full, split.catalog, covisit, model)
+    report(
+        f"whole catalogue: {split.info['full_eval_rows']} held-out events ranked against "
+        f"{split.catalog.vocab.num_items - FIRST_ID_INDEX} items "
+        f"({time.perf_counter() - catalogue_started:.1f}s)"
+    )
     with atomic_directory(settings.out) as staging:
         write_model_files(staging, model, split.catalog)
         variants = compare_variants(staging, split.held_out, settings.threads)
@@ -146,6 +202,7 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
             "split": split.info,
             "model": model_metrics,
             "baselines": baselines,
+            "catalogue": catalogue,
             "variants": [v.as_dict() for v in variants],
             "served_variant": served.variant,
             "eval_candidates": 1 + settings.eval_negatives,

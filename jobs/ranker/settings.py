@@ -68,12 +68,24 @@ class TrainSettings(Settings):
     max_eval_rows: int = setting(
         0,
         env="STREAMREC_TRAIN_MAX_EVAL_ROWS",
-        help="use at most this many held-out positives, sampled (0 = all)",
+        help="use at most this many held-out positives for the sampled-candidates "
+        "metrics, sampled (0 = all)",
     )
+    # A fixed number of days fits one file's span only; 0 adapts to the data.
     holdout_days: int = setting(
         0,
         env="STREAMREC_TRAIN_HOLDOUT_DAYS",
-        help="hold out the last N calendar days (0 = the dataset's default)",
+        help="hold out the last N calendar days (0 = the days holding the last tenth of "
+        "events, whatever span the data covers)",
+    )
+    # The model scores ~19k items per event in 0.1-0.4 s on 2 busy cores; events on
+    # items unseen in training (3 in 4 on the 9-day file) cost nothing, being misses.
+    # So 500 events take 15-45 s; 0 ranks all 4,214 (about 1,000 scored, minutes).
+    full_eval_rows: int = setting(
+        500,
+        env="STREAMREC_TRAIN_FULL_EVAL_ROWS",
+        help="held-out positives, a seeded sample including those on unseen items, "
+        "ranked against the whole catalogue (0 = all)",
     )
     # The fresh view serving reads holds a user's last 30 minutes of events.
     sequence_horizon_min: int = setting(
@@ -90,7 +102,13 @@ class TrainSettings(Settings):
         for name in ("epochs", "negatives", "eval_negatives", "dim", "batch_size", "threads"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be at least 1 ({self.variable(name)})")
-        for name in ("max_train_rows", "max_eval_rows", "holdout_days", "sequence_horizon_min"):
+        for name in (
+            "max_train_rows",
+            "max_eval_rows",
+            "full_eval_rows",
+            "holdout_days",
+            "sequence_horizon_min",
+        ):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name} must not be negative ({self.variable(name)})")
 
@@ -99,7 +117,8 @@ def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(
         prog="streamrec-train",
         description="Train the DIN ranker with a split by time, evaluate it against "
-        "popularity and co-visitation, export FP32/INT8/FP16 ONNX and write the model "
+        "popularity, recently-clicked and co-visitation baselines (sampled candidates "
+        "and the whole catalogue), export FP32/INT8/FP16 ONNX and write the model "
         "directory. Every flag defaults to its environment variable (in brackets).",
     )
     TrainSettings.add_flags(result)

@@ -16,6 +16,7 @@ import torch
 from inference.worker.artifacts import ModelArtifacts
 from jobs.ranker.__main__ import main
 from jobs.ranker.artifacts import load_model
+from jobs.ranker.events import PROFILES, holdout_start, in_range, load_events
 from jobs.ranker.job import build_split
 from jobs.ranker.metrics import evaluate
 from jobs.ranker.model import DINConfig
@@ -26,8 +27,9 @@ from tests.support import requirements
 
 SMALL = [
     "--max-train-rows", "6000", "--max-eval-rows", "300", "--epochs", "3", "--dim", "16",
-    "--learning-rate", "0.005",
+    "--learning-rate", "0.005", "--full-eval-rows", "300",
 ]  # fmt: skip
+DEC_3_UTC8 = 1_512_230_400_000  # 2017-12-03 00:00 in UTC+8, the file's last day
 ARTIFACTS = (
     "model.onnx",
     "model.int8.onnx",
@@ -76,8 +78,44 @@ def test_cli_prints_both_tables_and_one_result_line_last(
     assert "covisitation" in printed and "int8" in printed and "fp16" in printed
     assert [line for line in lines if line.startswith("RESULT ")] == [lines[-1]]
     keys = [pair.split("=")[0] for pair in lines[-1].split()[1:]]
-    assert keys == ["auc", "popularity_auc", "covisit_auc", "served_variant_auc", "recall_at_50"]
+    assert keys == [
+        "auc", "popularity_auc", "covisit_auc", "served_variant_auc", "recall_at_50",
+        "full_recall_at_50", "full_ndcg_at_10",
+        "popularity_full_recall_at_50", "popularity_full_ndcg_at_10",
+        "recent_full_recall_at_50", "recent_full_ndcg_at_10",
+        "covisit_full_recall_at_50", "covisit_full_ndcg_at_10",
+        "unseen_positives", "full_eval_rows",
+    ]  # fmt: skip
     assert f"auc={metrics['model']['auc']:.4f}" in lines[-1]
+    full = metrics["catalogue"]
+    assert f"full_recall_at_50={full['model']['recall_at_50']:.4f}" in lines[-1]
+    assert f"recent_full_ndcg_at_10={full['recently clicked']['ndcg_at_10']:.4f}" in lines[-1]
+    assert f"unseen_positives={metrics['split']['full_eval_unseen']} " in lines[-1]
+    assert "Whole catalogue" in printed and "recently clicked" in printed
+
+
+def test_whole_catalogue_metrics_count_unseen_items_as_misses(
+    trained: tuple[Path, dict[str, Any], str],
+) -> None:
+    _, metrics, _ = trained
+    split = metrics["split"]
+    # three in four held-out clicks of the 9-day file are on items new that day
+    assert split["full_eval_rows"] == 300
+    assert 0.6 < split["full_eval_unseen"] / split["full_eval_rows"] < 0.9
+    ceiling = 1 - split["full_eval_unseen"] / split["full_eval_rows"]
+    for name, values in metrics["catalogue"].items():
+        assert 0 <= values["recall_at_10"] <= values["recall_at_50"] <= ceiling, name
+        assert 0 <= values["ndcg_at_10"] <= values["ndcg_at_50"] <= ceiling, name
+    # users come back to what they just clicked: that beats the popularity order
+    recent, popular = metrics["catalogue"]["recently clicked"], metrics["catalogue"]["popularity"]
+    assert recent["recall_at_50"] > popular["recall_at_50"]
+
+
+def test_the_adaptive_default_holds_out_the_last_day_of_the_9_day_file() -> None:
+    events, _ = load_events("taobao-9days")
+    profile = PROFILES["taobao-9days"]
+    assert profile.holdout_days == 0  # adaptive, not fitted to this file
+    assert holdout_start(in_range(events, profile), profile) == DEC_3_UTC8
 
 
 def test_model_directory_is_complete_and_loadable(
@@ -150,6 +188,7 @@ def test_movielens_runs_through_the_same_code_path(tmp_path: Path) -> None:
     out = tmp_path / "ml"
     printed = io.StringIO()
     argv = ["--dataset", "movielens", "--max-train-rows", "1500", "--max-eval-rows", "150"]
+    argv += ["--full-eval-rows", "40"]  # bulk-rating sessions: long sequences, slow to score
     with contextlib.redirect_stdout(printed):
         main([*argv, "--epochs", "2", "--dim", "8", "--out", str(out)])
     metrics = json.loads((out / "metrics.json").read_text())
