@@ -81,7 +81,9 @@ class BatchPreparer:
         self.artifacts = artifacts
         self.reader = reader
         self.metrics = metrics
-        self.index = EmbeddingIndex(artifacts.item_embeddings, artifacts.vocab.item_ids)
+        self.index = EmbeddingIndex(
+            artifacts.item_embeddings, artifacts.vocab.item_ids, artifacts.item_categories
+        )
         self.redis_breaker = Breaker(settings.retry_after_ms / 1000)
         self._popular = list(artifacts.popular_items[: settings.popular_candidates])
 
@@ -92,7 +94,8 @@ class BatchPreparer:
         clicks = [self.artifacts.vocab.item_index(u.items) for u in users]
         timings["features"] = time.perf_counter() - start
         start = time.perf_counter()
-        embedding = self.index.search(clicks, self.settings.embedding_candidates)
+        click_categories = [u.categories for u in users]
+        embedding = self.index.search(clicks, self.settings.embedding_candidates, click_categories)
         trends = self._trends(users) if redis_ok else None
         redis_ok = redis_ok and trends is not None
         covisit = self._covisit(users) if redis_ok else None

@@ -120,38 +120,94 @@ def trend_items(top_items_by_category: Sequence[Sequence[int]], limit: int) -> l
 
 
 class EmbeddingIndex:
-    """Inner-product nearest neighbours over the ranker's item embeddings (pad and OOV left out)."""
+    """Inner-product nearest neighbours over the ranker's item embeddings (pad and OOV left out).
 
-    def __init__(self, embeddings: npt.NDArray[np.float32], raw_ids: npt.NDArray[np.int64]) -> None:
+    A click on an item the model never saw still says something: its category.
+    Such a click stands in the query as the mean embedding of the model's items
+    of that category (when ``item_categories`` is given and the category has
+    items), so a user whose clicks are all on new items is not left to popularity.
+    """
+
+    def __init__(
+        self,
+        embeddings: npt.NDArray[np.float32],
+        raw_ids: npt.NDArray[np.int64],
+        item_categories: npt.NDArray[np.int64] | None = None,
+    ) -> None:
         self._embeddings = embeddings
         self._raw_ids = raw_ids  # raw id of embedding row FIRST_ID_INDEX + i
         self._index = faiss.IndexFlatIP(embeddings.shape[1])
         self._index.add(np.ascontiguousarray(embeddings[FIRST_ID_INDEX:]))
+        self._centroids = (
+            category_centroids(embeddings, item_categories) if item_categories is not None else {}
+        )
 
     def query_vectors(
-        self, click_indexes: Sequence[npt.NDArray[np.int32]]
+        self,
+        click_indexes: Sequence[npt.NDArray[np.int32]],
+        click_categories: Sequence[Sequence[int]] | None = None,
     ) -> tuple[npt.NDArray[np.float32], list[int]]:
-        """Mean embedding of each user's last known clicks; the users that have one."""
+        """Mean vector of each user's last known clicks; the users that have one.
+
+        A click is known through its item's embedding, or else through its raw
+        category's centroid (``click_categories``, aligned with the indexes).
+        """
         vectors, users = [], []
         for user, indexes in enumerate(click_indexes):
-            known = indexes[indexes >= FIRST_ID_INDEX][-QUERY_CLICKS:]
-            if known.size:
-                vectors.append(self._embeddings[known].mean(axis=0))
+            categories = click_categories[user] if click_categories is not None else ()
+            rows = []
+            for position in range(len(indexes) - 1, -1, -1):
+                vector = self._click_vector(indexes, categories, position)
+                if vector is not None:
+                    rows.append(vector)
+                    if len(rows) == QUERY_CLICKS:
+                        break
+            if rows:
+                vectors.append(np.mean(rows, axis=0))
                 users.append(user)
         if not vectors:
             return np.zeros((0, self._embeddings.shape[1]), np.float32), []
         return np.ascontiguousarray(np.stack(vectors), dtype=np.float32), users
 
-    def search(self, click_indexes: Sequence[npt.NDArray[np.int32]], k: int) -> list[list[int]]:
+    def _click_vector(
+        self, indexes: npt.NDArray[np.int32], categories: Sequence[int], position: int
+    ) -> npt.NDArray[np.float32] | None:
+        index = int(indexes[position])
+        if index >= FIRST_ID_INDEX:
+            row: npt.NDArray[np.float32] = self._embeddings[index]
+            return row
+        if position < len(categories):
+            return self._centroids.get(int(categories[position]))
+        return None
+
+    def search(
+        self,
+        click_indexes: Sequence[npt.NDArray[np.int32]],
+        k: int,
+        click_categories: Sequence[Sequence[int]] | None = None,
+    ) -> list[list[int]]:
         """Raw item ids of the ``k`` nearest items for each user (empty without known clicks)."""
         out: list[list[int]] = [[] for _ in click_indexes]
-        queries, users = self.query_vectors(click_indexes)
+        queries, users = self.query_vectors(click_indexes, click_categories)
         if not users or k < 1:
             return out
         _, rows = self._index.search(queries, min(k, self._index.ntotal))
         for user, found in zip(users, rows, strict=True):
             out[user] = [int(self._raw_ids[r]) for r in found if r >= 0]
         return out
+
+
+def category_centroids(
+    embeddings: npt.NDArray[np.float32], item_categories: npt.NDArray[np.int64]
+) -> dict[int, npt.NDArray[np.float32]]:
+    """Raw category id -> the mean embedding of the model's items of that category (pure)."""
+    categories = item_categories[FIRST_ID_INDEX:]
+    known = categories > 0
+    found, member_of = np.unique(categories[known], return_inverse=True)
+    sums = np.zeros((len(found), embeddings.shape[1]), dtype=np.float64)
+    np.add.at(sums, member_of, embeddings[FIRST_ID_INDEX:][known])
+    means = (sums / np.bincount(member_of)[:, None]).astype(np.float32)
+    return {int(category): means[n] for n, category in enumerate(found)}
 
 
 def user_routes(

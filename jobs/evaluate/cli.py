@@ -43,6 +43,7 @@ from jobs.evaluate.report import (
     popular_share,
     ranked_lists,
     result_line,
+    side_by_side,
     table,
 )
 from jobs.evaluate.truth import next_items
@@ -155,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
                  f"{args.horizon_min:g} min), judged on new items "
                  f"{results['popular'].new_item.judged}")  # fmt: skip
     lines.append(f"stream: fresh answers {fresh:.4f}, items from the popular route {share:.4f}")
+    if "stream" in answers and "batch" in answers:
+        lines += side_by_side(plan.replay, asked, request_ids, truths, answers["stream"],
+                              answers["batch"])  # fmt: skip
     print("\n".join(lines))
     series = {name: hourly_hits(ranked_lists(request_ids, answers[name]), truths, times,
                                 plan.replay[0].ts) for name in answers}  # fmt: skip

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.evaluate.truth import Scores, Truth, score
-from schemas.records import Recommendation
+from schemas.records import BehaviorEvent, Recommendation
 
 K = 10
 HOUR_MS = 3_600_000
@@ -138,3 +138,47 @@ def result_line(
         f"keep_viewed_hit_at_10={hit('stream-keep-viewed')} "
         f"fresh_answers={fresh:.4f} popular_share={popular:.4f} answers={answers}"
     )
+
+
+def side_by_side(
+    replay: Sequence[BehaviorEvent],
+    positions: Sequence[int],
+    request_ids: Sequence[str],
+    truths: Sequence[Truth],
+    streaming: Mapping[str, Recommendation],
+    batch: Mapping[str, Recommendation],
+    users: int = 3,
+    clicks: int = 5,
+) -> list[str]:
+    """For the first ``users`` judged requests whose user had ``clicks`` replayed clicks before:
+    those clicks, the streaming answer, the batch answer and what the user did next.
+
+    The first such requests in time, not the best ones: an honest sample.
+    """
+    lines: list[str] = []
+    shown: set[int] = set()
+    for position, request_id, truth in zip(positions, request_ids, truths, strict=True):
+        event = replay[position]
+        if event.user_id in shown or not truth.items:
+            continue
+        before = [e for e in replay[: position + 1] if e.user_id == event.user_id]
+        if len(before) < clicks or request_id not in streaming or request_id not in batch:
+            continue
+        shown.add(event.user_id)
+
+        lines += [
+            f"user {event.user_id}, request {request_id}:",
+            "  clicks   " + " ".join(f"{e.item_id}/{e.behavior}" for e in before[-clicks:]),
+            "  stream   " + _marked(streaming[request_id], truth),
+            "  batch    " + _marked(batch[request_id], truth),
+            "  next     " + " ".join(str(i) for i in sorted(truth.items)),
+        ]
+        if len(shown) == users:
+            break
+    if lines:
+        lines.append("(* = an item the user touched within the horizon)")
+    return lines
+
+
+def _marked(rec: Recommendation, truth: Truth) -> str:
+    return " ".join(f"{i.item_id}{'*' if i.item_id in truth.items else ''}" for i in rec.items[:K])

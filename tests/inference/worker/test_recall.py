@@ -56,6 +56,25 @@ def test_embedding_index_finds_neighbours_of_recent_clicks() -> None:
     assert found == [[100, 101], []]  # the OOV-only user gets nothing from this route
 
 
+def test_a_click_on_an_unseen_item_queries_with_its_categorys_centroid() -> None:
+    embeddings = np.array(
+        [[0, 0], [0, 0], [1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]], dtype=np.float32
+    )
+    # Items 100, 101 are category 7; 102, 103 category 8 (rows 0 and 1 have none).
+    categories = np.array([0, 0, 7, 7, 8, 8], dtype=np.int64)
+    index = EmbeddingIndex(embeddings, np.array([100, 101, 102, 103]), categories)
+    oov_click = [np.array([1], np.int32)]
+    # Category 8's centroid is (0.05, 0.95): nearest are 102 then 103.
+    assert index.search(oov_click, k=2, click_categories=[[8]]) == [[102, 103]]
+    # An unknown category, or none given, leaves the user to the other routes.
+    assert index.search(oov_click, k=2, click_categories=[[9]]) == [[]]
+    assert index.search(oov_click, k=2) == [[]]
+    # Known clicks keep their own embedding: the query mixes both kinds.
+    vectors, users = index.query_vectors([np.array([2, 1], np.int32)], [[7, 8]])
+    assert users == [0]
+    np.testing.assert_allclose(vectors[0], [(1 + 0.05) / 2, (0 + 0.95) / 2], rtol=1e-6)
+
+
 def test_covisit_sums_the_clicked_items_lists_and_leaves_out_excluded_items() -> None:
     # Last click 1's neighbours, then older click 2's; 5 was just viewed (excluded).
     lists = [[(7, 3.0), (8, 2.0), (5, 9.0)], [(8, 2.0), (9, 3.0), (6, 1.0)]]

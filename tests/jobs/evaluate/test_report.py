@@ -12,6 +12,7 @@ from jobs.evaluate.report import (
     popular_result,
     popular_share,
     result_line,
+    side_by_side,
 )
 from jobs.evaluate.truth import Truth
 from schemas.features import CategoryWindow, ItemWindow, UserRecentEvents, UserWindow
@@ -96,3 +97,23 @@ def test_the_prefix_keeps_each_entitys_newest_window_closed_by_the_cut() -> None
     assert len([u for u in updates if isinstance(u, CategoryWindow)]) == 1
     # Every click keeps its fresh-view row: each one counts for co-visitation.
     assert len([u for u in updates if isinstance(u, UserRecentEvents)]) == 2
+
+
+def test_side_by_side_shows_the_first_judged_users_with_enough_clicks() -> None:
+    replay = [BehaviorEvent(1, i, 3, "pv", T + i * MIN) for i in range(1, 4)]
+    replay.append(BehaviorEvent(2, 9, 3, "pv", T + 5 * MIN))
+    truths = [Truth(frozenset({2}), frozenset({2})), Truth(frozenset({3}), frozenset({3})),
+              Truth(frozenset(), frozenset()), Truth(frozenset({1}), frozenset())]  # fmt: skip
+    ids = ["r0", "r1", "r2", "r3"]
+    streaming = {r: rec(r, [3, 8]) for r in ids}
+    batch = {r: rec(r, [8]) for r in ids}
+    lines = side_by_side(replay, [0, 1, 2, 3], ids, truths, streaming, batch, clicks=2)
+    # r0 has one click before it; r1 is user 1's first with two; user 2 has one click only.
+    assert lines == [
+        "user 1, request r1:",
+        "  clicks   1/pv 2/pv",
+        "  stream   3* 8",
+        "  batch    8",
+        "  next     3",
+        "(* = an item the user touched within the horizon)",
+    ]
