@@ -118,9 +118,9 @@ class WorkerSettings(Settings):
         help="add a trigger the store lacks to the user's sequence (else flag the answer)",
     )
     # Which of the user's own behaviours keep an item out of the answers. The online
-    # evaluation (make eval-online, variant stream-keep-viewed) measures this choice.
+    # evaluation (make eval-online, variant stream-exclude-viewed) measured the default.
     exclude_behaviors: str = setting(
-        "pv,buy",
+        "buy",
         env="STREAMREC_WORKER_EXCLUDE_BEHAVIORS",
         help="comma-separated behaviours (pv, cart, fav, buy) whose items are not recommended",
     )

@@ -15,7 +15,7 @@
 
 Prints a table, writes a plot and a JSON summary under ``--out``, and ends with
 ``RESULT hit_at_10=… batch_hit_at_10=… popular_hit_at_10=… norank_hit_at_10=…
-keep_viewed_hit_at_10=… fresh_answers=… popular_share=… answers=…``.
+exclude_viewed_hit_at_10=… fresh_answers=… popular_share=… answers=…``.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ same requests at the same moments:
   materialization knows nothing of today);
 * ``norank``: streaming features and recall, but candidates in the recall
   merge's order, no ranker;
-* ``stream-keep-viewed``: the full pipeline recommending just-viewed items too,
-  to measure the post-processing choice.
+* ``stream-exclude-viewed``: the full pipeline never recommending just-viewed
+  items back, to measure the post-processing choice (the default keeps them).
 
 Popularity needs no worker: its answer is the model's popular list for everyone.
 """
@@ -63,7 +63,7 @@ VARIANTS = (
     Variant("stream", "stream", {}),
     Variant("batch", "batch", {"FOLD_TRIGGER": "false", "FRESH_WAIT_MS": "0"}),
     Variant("norank", "stream", {"SCORER": "none"}),
-    Variant("stream-keep-viewed", "stream", {"EXCLUDE_BEHAVIORS": "buy"}),
+    Variant("stream-exclude-viewed", "stream", {"EXCLUDE_BEHAVIORS": "pv,buy"}),
 )
 
 

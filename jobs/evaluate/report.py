@@ -135,7 +135,7 @@ def result_line(
     return (
         f"RESULT hit_at_10={hit('stream')} batch_hit_at_10={hit('batch')} "
         f"popular_hit_at_10={hit('popular')} norank_hit_at_10={hit('norank')} "
-        f"keep_viewed_hit_at_10={hit('stream-keep-viewed')} "
+        f"exclude_viewed_hit_at_10={hit('stream-exclude-viewed')} "
         f"fresh_answers={fresh:.4f} popular_share={popular:.4f} answers={answers}"
     )
 

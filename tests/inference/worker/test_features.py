@@ -12,7 +12,7 @@ def test_unknown_user_has_no_sequence_and_no_time() -> None:
     assert user.dense == [0.0, 0.0, 0.0, 0.0]  # log1p(0)
 
 
-def test_fresh_sequence_wins_and_viewed_or_bought_items_are_excluded() -> None:
+def test_fresh_sequence_wins_and_items_of_the_excluded_behaviours_are_left_out() -> None:
     recent = {
         "item_ids": [1, 2, 3],
         "category_ids": [10, 20, 30],
@@ -31,7 +31,8 @@ def test_fresh_sequence_wins_and_viewed_or_bought_items_are_excluded() -> None:
     }
     user = user_features(7, recent, window)
     assert user.items == [1, 2, 3] and user.categories == [10, 20, 30]
-    assert user.excluded == {1, 3, 9}
+    assert user.excluded == {9}  # by default only bought items
+    assert user_features(7, recent, window, frozenset({"pv", "buy"})).excluded == {1, 3, 9}
     # log1p of the window counts 3, 1, 1, 1, worked by hand: ln 4, ln 2, ln 2, ln 2.
     assert user.dense == pytest.approx([1.3862944, 0.6931472, 0.6931472, 0.6931472])
     assert user.features_at == 2000

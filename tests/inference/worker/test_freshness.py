@@ -33,12 +33,13 @@ def test_a_row_includes_only_the_same_item_behaviour_and_time() -> None:
     assert not row_includes({}, CLICK)
 
 
-def test_folding_appends_the_click_cuts_the_sequence_and_excludes_a_view() -> None:
+def test_folding_appends_the_click_cuts_the_sequence_and_applies_the_exclusions() -> None:
     user = UserFeatures(1, items=[1, 2, 3], categories=[5, 5, 6], features_at=T - 50)
-    folded = fold_event(user, CLICK, limit=3)
+    folded = fold_event(user, CLICK, limit=3, excluded_behaviors=frozenset({"pv"}))
     assert folded.items == [2, 3, 42]
     assert folded.categories == [5, 6, 7]
     assert folded.excluded == frozenset({42})
+    assert fold_event(user, CLICK, limit=3).excluded == frozenset()  # default: only bought
     assert folded.features_at == T - 50  # still the store's age
     cart = fold_event(user, BehaviorEvent(1, 43, 8, "cart", T), limit=10)
     assert cart.items == [1, 2, 3, 43] and cart.excluded == frozenset()

@@ -54,7 +54,11 @@ def test_the_answer_includes_the_click_whether_or_not_the_store_has_it(
     start_worker: StartWorker,
 ) -> None:
     topics = WorkerTopics.create(kafka)
-    worker = start_worker(topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000")
+    # Viewed items excluded: a click in the features then shows in the answer as a gap.
+    worker = start_worker(
+        topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000",
+        exclude_behaviors="pv,buy",
+    )  # fmt: skip
     reader = OutputReader(kafka, topics.output)
     try:
         # Feature path stopped: nothing ever writes these clicks; the worker folds them in.
@@ -99,7 +103,7 @@ def test_without_folding_the_worker_waits_for_the_store_then_flags_the_answer(
     topics = WorkerTopics.create(kafka)
     start_worker(
         topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000",
-        fold_trigger="false", fresh_wait_ms="3000",
+        fold_trigger="false", fresh_wait_ms="3000", exclude_behaviors="pv,buy",
     )  # fmt: skip
     reader = OutputReader(kafka, topics.output)
     try:

@@ -76,10 +76,12 @@ def test_covisited_items_lead_and_an_unseen_one_is_ranked_with_its_trends_catego
     tmp_path: Path,
 ) -> None:
     reader = MemoryReader()
-    prep = preparer(tmp_path, reader, covisit_clicks=2, covisit_candidates=3)
+    prep = preparer(
+        tmp_path, reader, covisit_clicks=2, covisit_candidates=3, exclude_behaviors="pv,buy"
+    )
     [prepared] = prep.prepare([request()]).requests
-    # Seeds 102 then 101; 101 was just viewed, so it is left out (post-processing drops
-    # it anyway); UNSEEN: 1 + 2 = 3, 103: 2.
+    # Seeds 102 then 101; 101 was just viewed and views are excluded here, so it is left
+    # out (post-processing would drop it anyway); UNSEEN: 1 + 2 = 3, 103: 2.
     assert "neighbours [101, 102] 3" in reader.calls
     assert prepared.candidates[:2] == [Candidate(UNSEEN, "covisit"), Candidate(103, "covisit")]
     assert prepared.reasons == []

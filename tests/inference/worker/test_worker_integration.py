@@ -45,8 +45,12 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
     start_worker: StartWorker,
 ) -> None:
     topics = WorkerTopics.create(kafka)
-    # A generous budget: this test checks answers, not speed, on a shared CPU.
-    worker = start_worker(topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000")
+    # A generous budget: this test checks answers, not speed, on a shared CPU. Viewed
+    # items excluded too, so that fresh clicks must disappear from the answer.
+    worker = start_worker(
+        topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000",
+        exclude_behaviors="pv,buy",
+    )  # fmt: skip
     reader = OutputReader(kafka, topics.output)
     try:
         users = world.users[:400] + UNKNOWN_USERS

@@ -75,7 +75,7 @@ def test_result_line_names_every_goal_figure() -> None:
     line = result_line(results, 0.995, 0.1, 1)
     assert line == (
         "RESULT hit_at_10=1.0000 batch_hit_at_10=n/a popular_hit_at_10=0.0000 "
-        "norank_hit_at_10=n/a keep_viewed_hit_at_10=n/a fresh_answers=0.9950 "
+        "norank_hit_at_10=n/a exclude_viewed_hit_at_10=n/a fresh_answers=0.9950 "
         "popular_share=0.1000 answers=1"
     )
 
