@@ -44,7 +44,7 @@ test: $(STAMP) browser ## the whole suite: lint, unit tests and integration test
 browser: ## install Debian's chromium for the report render test (root, when missing)
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
 		(apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
-		|| echo "chromium missing and not root: the render test will be skipped"; }
+		|| echo "chromium missing and not root: install it (apt-get install chromium) or the render test fails"; }
 
 flake-check: $(STAMP) ## make test RUNS times (default 5) under load from bench-ingest; one line per run
 	RUNS=$${RUNS:-5} tests/support/flake_runs.sh

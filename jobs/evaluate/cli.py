@@ -25,6 +25,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import redis
@@ -44,6 +45,7 @@ from jobs.evaluate.report import (
     ranked_lists,
     result_line,
     side_by_side,
+    summary_record,
     table,
 )
 from jobs.evaluate.truth import next_items
@@ -155,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     lines.append(f"requests {len(asked)}, judged {judged} (a next item within "
                  f"{args.horizon_min:g} min), judged on new items "
                  f"{results['popular'].new_item.judged}")  # fmt: skip
-    lines.append(f"stream: fresh answers {fresh:.4f}, items from the popular route {share:.4f}")
+    verdicts = Counter(rec.trigger_features for rec in stream.values())
+    lines.append(f"stream: fresh answers {fresh:.4f} (trigger from the store "
+                 f"{verdicts['store']}, folded in {verdicts['folded']}, missing "
+                 f"{verdicts['missing']}), items from the popular route {share:.4f}")  # fmt: skip
     if "stream" in answers and "batch" in answers:
         lines += side_by_side(plan.replay, asked, request_ids, truths, answers["stream"],
                               answers["batch"])  # fmt: skip
@@ -166,18 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out / args.dataset
     title = f"hit@10 over the replayed period ({args.dataset})"
     figure = plot(series, title, out / "hit_at_10.png")
-    summary = {
-        "dataset": args.dataset,
-        "speed": speed,
-        "requests": len(asked),
-        "results": {name: {"answered": r.answered, "degraded": r.degraded,
-                           "hit_at_10": r.any_item.hit, "ndcg_at_10": r.any_item.ndcg,
-                           "new_hit_at_10": r.new_item.hit, "new_ndcg_at_10": r.new_item.ndcg,
-                           "judged": r.any_item.judged, "new_judged": r.new_item.judged}
-                    for name, r in results.items()},
-        "fresh_answers": fresh,
-        "popular_share": share,
-    }  # fmt: skip
+    summary = summary_record(results, verdicts, fresh, share)
+    summary |= {"dataset": args.dataset, "speed": speed, "requests": len(asked)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"plot: {figure}", file=sys.stderr)
     answered_all = all(r.answered == len(asked) for n, r in results.items() if n != "popular")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.evaluate.truth import Scores, Truth, score
-from schemas.records import BehaviorEvent, Recommendation
+from schemas.records import BehaviorEvent, Recommendation, TriggerFeatures
 
 K = 10
 HOUR_MS = 3_600_000
@@ -182,3 +182,30 @@ def side_by_side(
 
 def _marked(rec: Recommendation, truth: Truth) -> str:
     return " ".join(f"{i.item_id}{'*' if i.item_id in truth.items else ''}" for i in rec.items[:K])
+
+
+def summary_record(
+    results: Mapping[str, VariantResult],
+    verdicts: Mapping[TriggerFeatures | None, int],
+    fresh: float,
+    share: float,
+) -> dict[str, object]:
+    """The figures of a run as plain data, for ``summary.json``."""
+    return {
+        "results": {
+            name: {
+                "answered": r.answered,
+                "degraded": r.degraded,
+                "hit_at_10": r.any_item.hit,
+                "ndcg_at_10": r.any_item.ndcg,
+                "new_hit_at_10": r.new_item.hit,
+                "new_ndcg_at_10": r.new_item.ndcg,
+                "judged": r.any_item.judged,
+                "new_judged": r.new_item.judged,
+            }
+            for name, r in results.items()
+        },
+        "trigger_features": {str(k): n for k, n in verdicts.items()},
+        "fresh_answers": fresh,
+        "popular_share": share,
+    }
