@@ -1,8 +1,10 @@
 """Score a prepared batch on the ranker, or fall back, and turn it into recommendations.
 
 A batch is split into chunks of ``users_per_request`` users, sent concurrently
-(the scorer bounds requests in flight). A chunk the ranker cannot score in time
-gets the fallback ranking and the reason; the breaker then keeps the ranker out
+(the scorer bounds requests in flight); requests past their deadline
+(:mod:`inference.worker.deadline`) skip the ranker and get the fallback at
+once. A chunk the ranker cannot score in time gets the fallback ranking and
+the reason; the breaker then keeps the ranker out
 of the way for ``retry_after_ms`` so later batches answer at once.
 """
 
@@ -12,6 +14,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from inference.worker.deadline import DEADLINE_EXCEEDED
 from inference.worker.errors import RankerTimeout, RankerUnavailable
 from inference.worker.inputs import assemble, chunks, split_scores
 from inference.worker.metrics import WorkerMetrics
@@ -48,11 +51,19 @@ class Ranker:
         self.popular_rank = {item: rank for rank, item in enumerate(popular)}
         self.metrics = metrics
 
-    async def rank(self, batch: PreparedBatch) -> list[Ranked]:
+    async def rank(self, batch: PreparedBatch, late: frozenset[int] = frozenset()) -> list[Ranked]:
+        """Each request's scores, in order; ``late`` positions get the fallback at once."""
         reqs = batch.requests
-        parts = chunks(len(reqs), self.users_per_request)
-        results = await asyncio.gather(*(self._chunk(batch, [reqs[i] for i in p]) for p in parts))
-        return [ranked for part in results for ranked in part]
+        out: list[Ranked | None] = [None] * len(reqs)
+        for n in late:
+            out[n] = self._fallback(batch, [reqs[n]], DEADLINE_EXCEEDED)[0]
+        on_time = [n for n in range(len(reqs)) if n not in late]
+        parts = [[on_time[i] for i in p] for p in chunks(len(on_time), self.users_per_request)]
+        results = await asyncio.gather(*(self._chunk(batch, [reqs[n] for n in p]) for p in parts))
+        for part, ranked in zip(parts, results, strict=True):
+            for n, result in zip(part, ranked, strict=True):
+                out[n] = result
+        return [ranked for ranked in out if ranked is not None]
 
     async def _chunk(self, batch: PreparedBatch, reqs: list[PreparedRequest]) -> list[Ranked]:
         if not self.breaker.allows:

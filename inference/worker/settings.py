@@ -84,6 +84,11 @@ class WorkerSettings(Settings):
     redis_timeout_ms: int = setting(
         200, env="STREAMREC_WORKER_REDIS_TIMEOUT_MS", help="Redis budget before the fallback"
     )
+    # A request older than this (from its Kafka timestamp) when its batch is ranked gets the
+    # fallback ranking at once, flagged deadline_exceeded: a backlog drains, never queues.
+    deadline_ms: int = setting(
+        0, env="STREAMREC_WORKER_DEADLINE_MS", help="older requests get the fallback (0 = off)"
+    )
     # After a failure the dependency is skipped (fallback) for this long, then probed again.
     retry_after_ms: int = setting(
         1000, env="STREAMREC_WORKER_RETRY_AFTER_MS", help="skip a failed dependency this long"
@@ -148,6 +153,8 @@ class WorkerSettings(Settings):
         for name in positive:
             if (value := getattr(self, name)) < 1:
                 raise SettingsError(f"{self.variable(name)} must be >= 1, got {value}")
+        if self.deadline_ms < 0:
+            raise SettingsError(f"{self.variable('deadline_ms')} must be >= 0 (0 = off)")
         if self.fresh_wait_ms < 0:
             raise SettingsError(f"{self.variable('fresh_wait_ms')} must be >= 0")
         for name in ("covisit_candidates", "covisit_clicks"):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import redis
 
 from inference.worker.artifacts import ModelArtifacts
+from inference.worker.deadline import appended_ms, late_positions
 from inference.worker.features import FeatureReader
 from inference.worker.inventory import inventory_key
 from inference.worker.kafka_io import Polled, RecommendationSink, RequestStream
@@ -140,9 +141,11 @@ class Worker:
         recs: list[Recommendation] = []
         if prepared is not None:
             start = time.perf_counter()
+            appended = [appended_ms(message) for message, _ in polled.records]
+            late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
             self._scoring.set()
             try:
-                ranked = await self.ranker.rank(prepared)
+                ranked = await self.ranker.rank(prepared, late)
             finally:
                 self._scoring.clear()
             self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)

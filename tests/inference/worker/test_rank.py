@@ -88,3 +88,17 @@ def test_ranker_failure_gives_flagged_fallbacks_and_opens_the_breaker(
         assert rec.degraded and rec.model_version == FALLBACK_VERSION and rec.items
     # Fallback order: the trending item first, then the popular one.
     assert [i.item_id for i in recs[0].items] == [20, 10]
+
+
+def test_late_requests_skip_the_ranker_and_are_answered_flagged() -> None:
+    scorer = FakeScorer()
+    prepared = batch(4)
+    ranker = Ranker(scorer, Breaker(60), 2, (10,), WorkerMetrics())
+    ranked = asyncio.run(ranker.rank(prepared, late=frozenset({1, 2})))
+    recs = recommendations(prepared, ranked, max_per_category=3, now_ms=1_700_000_000_001)
+    assert scorer.calls == [2]  # users 0 and 3, in one chunk
+    assert [r.request_id for r in recs] == ["r0", "r1", "r2", "r3"]  # order kept
+    late = ["deadline_exceeded"]
+    assert [r.degraded_reasons for r in recs] == [[], late, late, []]
+    assert recs[1].model_version == FALLBACK_VERSION and recs[1].items  # answered, not dropped
+    assert recs[0].model_version == recs[3].model_version == "ranker:3"

@@ -27,6 +27,7 @@ from inference.worker.recall import Candidate
 from inference.worker.scoring import Inputs
 from inference.worker.settings import WorkerSettings
 from inference.worker.worker import Stats, Worker
+from schemas.codec import wall_clock_ms
 from schemas.ranking import CAND_ITEMS
 from schemas.records import Recommendation, RecRequest
 
@@ -34,8 +35,11 @@ from schemas.records import Recommendation, RecRequest
 class MemoryStream:
     """Hands out scripted batches; sets ``stop`` once they are all out."""
 
-    def __init__(self, batches: list[list[RecRequest]], stop: asyncio.Event) -> None:
+    def __init__(
+        self, batches: list[list[RecRequest]], stop: asyncio.Event, message: Any = None
+    ) -> None:
         self.batches = batches
+        self.message = message  # what each record was consumed as (None: no timestamp)
         self.stop = stop
         self.polled_while_scoring: list[bool] = []
         self.closed = False
@@ -48,7 +52,7 @@ class MemoryStream:
             return Polled()
         polled = Polled()
         for request in self.batches.pop(0):
-            polled.records.append((None, request))
+            polled.records.append((self.message, request))
             self._offset += 1
         polled.offsets[("requests", 0)] = self._offset
         return polled
@@ -60,10 +64,12 @@ class MemoryStream:
 class MemorySink:
     def __init__(self) -> None:
         self.delivered: list[tuple[list[str], dict[tuple[str, int], int]]] = []
+        self.recommendations: list[Recommendation] = []
         self.closed = False
 
     def deliver(self, recs: Sequence[Recommendation], polled: Polled, _stream: Any) -> None:
         self.delivered.append(([r.request_id for r in recs], dict(polled.offsets)))
+        self.recommendations.extend(recs)
 
     def close(self) -> None:
         self.closed = True
@@ -98,14 +104,19 @@ class MemoryPreparer:
         return PreparedBatch(prepared, {}, set())
 
 
-def memory_worker(batches: list[list[RecRequest]], exactly_once: bool) -> tuple[Worker, Any]:
+def memory_worker(
+    batches: list[list[RecRequest]],
+    exactly_once: bool,
+    message: Any = None,
+    **settings: Any,
+) -> tuple[Worker, Any]:
     stop = asyncio.Event()
     worker = Worker.__new__(Worker)  # the in-memory parts replace Kafka, Redis and Triton
-    worker.settings = WorkerSettings(exactly_once=exactly_once, transactional_id="t")
+    worker.settings = WorkerSettings(exactly_once=exactly_once, transactional_id="t", **settings)
     worker.metrics = WorkerMetrics()
     worker.stats = Stats()
     worker.preparer = MemoryPreparer()  # type: ignore[assignment]
-    worker.stream = MemoryStream(batches, stop)  # type: ignore[assignment]
+    worker.stream = MemoryStream(batches, stop, message)  # type: ignore[assignment]
     worker.sink = MemorySink()  # type: ignore[assignment]
     worker.popular = (10,)
     worker.scorer = None
@@ -153,3 +164,40 @@ def test_exactly_once_scores_one_batch_at_a_time(monkeypatch: pytest.MonkeyPatch
     asyncio.run(worker.run(stop))
     assert isinstance(worker.stream, MemoryStream)
     assert not any(worker.stream.polled_while_scoring)
+
+
+class Consumed:
+    """A consumed message appended ``age_ms`` ago (create-time timestamp)."""
+
+    def __init__(self, age_ms: int) -> None:
+        self.appended = wall_clock_ms() - age_ms
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self.appended)
+
+
+class CountingScorer(SlowScorer):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        self.calls += 1
+        return await super().score(inputs)
+
+
+@pytest.mark.parametrize(("age_ms", "late"), [(5_000, True), (10, False)])
+def test_requests_past_the_deadline_are_answered_by_the_fallback_flagged(
+    monkeypatch: pytest.MonkeyPatch, age_ms: int, late: bool
+) -> None:
+    scorer = CountingScorer()
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: scorer)
+    worker, stop = memory_worker(
+        [requests("a", 3)], exactly_once=False, message=Consumed(age_ms), deadline_ms=1_000
+    )
+    asyncio.run(worker.run(stop))
+    assert isinstance(worker.sink, MemorySink)
+    recs = worker.sink.recommendations
+    assert [r.request_id for r in recs] == ["a0", "a1", "a2"]  # every one answered
+    expected = ["deadline_exceeded"] if late else []
+    assert all(r.degraded_reasons == expected and r.items for r in recs)
+    assert scorer.calls == (0 if late else 1)
