@@ -41,6 +41,13 @@ class LoopOutcome:
     trigger_features: Counter[str] = field(default_factory=Counter)
 
     @property
+    def error_rate(self) -> float:
+        """Share of requests not answered, or answered degraded (a fallback made them)."""
+        if not self.requests:
+            return 0.0
+        return (self.missing + self.degraded) / self.requests
+
+    @property
     def exact(self) -> bool:
         """Every request answered exactly once, and nothing answered that was not asked."""
         return self.missing == 0 and self.duplicated == 0 and self.unknown == 0
@@ -93,6 +100,7 @@ def outcome_lines(outcome: LoopOutcome) -> list[str]:
         ("missing / duplicated / unknown",
          f"{outcome.missing} / {outcome.duplicated} / {outcome.unknown}"),
         ("degraded answers", str(outcome.degraded)),
+        ("error rate (missing + degraded)", f"{outcome.error_rate:.4%}"),
         ("request→answer ms", spread(outcome.latency_ms)),
         ("feature age at answer ms", spread(outcome.feature_age_ms)),
         ("trigger click in features",

@@ -33,6 +33,7 @@ def test_every_request_answered_once_is_exact() -> None:
     assert outcome.feature_age_ms == {"p50": 500.0, "p95": 500.0, "p99": 500.0}
     assert outcome.routes == {"embedding": 2, "popular": 2}
     assert outcome.degraded_reasons == {"triton: unavailable": 1}
+    assert outcome.error_rate == 0.5  # one of two answered degraded
 
 
 def test_missing_duplicated_and_unknown_answers_are_counted() -> None:
@@ -42,6 +43,7 @@ def test_missing_duplicated_and_unknown_answers_are_counted() -> None:
     )
     assert not outcome.exact
     assert (outcome.missing, outcome.duplicated, outcome.unknown) == (2, 1, 1)
+    assert outcome.error_rate == 2 / 3  # b and c never answered
     assert outcome.answered == 1
 
 
