@@ -21,6 +21,7 @@ exclude_viewed_hit_at_10=… fresh_answers=… popular_share=… answers=…``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -91,6 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def eval_model_dir(cache: Path, dataset: str, path: Path | None) -> Path:
+    """Where the model for one data file lives: a model trained on another file of the same
+    dataset may have seen the period this one replays, so each file has its own."""
+    source = str(path.resolve()) if path else "default"
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    return (cache / "eval" / f"{dataset}-{digest}" / "model").resolve()
+
+
 def trained_model(dataset: str, path: Path | None, given: Path | None) -> Path:
     """The model to serve: the given one, make train's, or one trained now on ``dataset``."""
     if given is not None:
@@ -99,7 +108,7 @@ def trained_model(dataset: str, path: Path | None, given: Path | None) -> Path:
         directory = model_dir().resolve()
         ensure_model(directory)
         return directory
-    directory = (cache_dir() / "eval" / dataset / "model").resolve()
+    directory = eval_model_dir(cache_dir(), dataset, path)
     if not (directory / POPULAR_FILE).exists():
         print(f"training a ranker on {dataset} into {directory}", file=sys.stderr)
         argv = [sys.executable, "-m", "jobs.ranker", "--dataset", dataset, "--out", str(directory)]

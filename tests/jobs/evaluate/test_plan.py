@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from jobs.evaluate.online import VARIANTS, RunNames, variant
@@ -71,3 +73,14 @@ def test_every_variant_sets_only_real_worker_settings() -> None:
         variant("nope")
     with pytest.raises(SettingsError):
         WorkerSettings.load({"STREAMREC_WORKER_EXCLUDE_BEHAVIORS": "pv,click"})
+
+
+def test_each_data_file_gets_its_own_model(tmp_path: Path) -> None:
+    from jobs.evaluate.cli import eval_model_dir
+
+    bundled = eval_model_dir(tmp_path, "movielens", None)
+    seven_months = eval_model_dir(tmp_path, "movielens", tmp_path / "ml-7months")
+    assert bundled != seven_months
+    same_folder = tmp_path / "x" / ".." / "ml-7months"
+    assert seven_months == eval_model_dir(tmp_path, "movielens", same_folder)
+    assert bundled.parent.parent == tmp_path.resolve() / "eval"
