@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from jobs.demo.loop import (
     wait_ready,
     warm_up,
 )
-from jobs.demo.processes import Part
+from jobs.demo.processes import Part, running
 from jobs.demo.services import SERVED_MODEL, Services
 from jobs.replay.pacing import Pacer
 from jobs.replay.producer import KeyedProducer, user_key
@@ -138,16 +137,6 @@ def parts_for(
     return parts, ports
 
 
-@contextmanager
-def started(parts: Sequence[Part], env: Mapping[str, str]) -> Iterator[Sequence[Part]]:
-    """Start ``parts``; stop them in reverse order however the block ends."""
-    with ExitStack() as stack:
-        for part in parts:
-            part.start(env)
-            stack.callback(part.stop)
-        yield parts
-
-
 def replay(
     kafka: KafkaSettings,
     names: RunNames,
@@ -197,7 +186,7 @@ def run_online(
         {"STREAMREC_TRITON_URL": services.triton_url, "STREAMREC_TRITON_MODEL": SERVED_MODEL},
     )
     parts, ports = parts_for(names, variants, model_dir, log_dir)
-    with started(parts, env):
+    with running(parts, env):
         print(f"starting the feature job, writer and {len(variants)} workers (logs in {log_dir})",
               file=sys.stderr)  # fmt: skip
         checks = {"feature job": log_says(parts[0], "job id")}
