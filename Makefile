@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: browser help setup up down status test test-unit flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
-	bench-serving train worker bench-e2e eval-online
+	bench-serving train worker bench-e2e bench-sla eval-online
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -76,6 +76,9 @@ worker: $(STAMP) ## run the inference worker (requests -> features, recall, Trit
 
 bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs naive vs in-process ceiling
 	$(PY) -m tests.benchmarks.e2e
+
+bench-sla: $(STAMP) ## highest rate with p99 <= 50 ms and errors < 0.1% (Poisson, open loop), per variant
+	$(PY) -m tests.benchmarks.sla
 
 train: $(STAMP) ## train the ranker (Taobao 9 days, last day held out), export ONNX variants, print metrics
 	$(PY) -m jobs.ranker

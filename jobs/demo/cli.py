@@ -41,6 +41,7 @@ from jobs.demo.loop import (
     read_asked,
     wait_for_answers,
     wait_ready,
+    wait_until_quiet,
     warm_up,
 )
 from jobs.demo.outcome import judge, outcome_lines
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             wait_for_answers(
                 services.kafka, topics.recommendations, summary.requests, parts, args.answer_timeout
             )
+            wait_until_quiet(services.kafka, topics.changelog, list(parts))
             asked = read_asked(services.kafka, topics.requests)
             answered = read_answered(services.kafka, topics.recommendations)
             shown = shown_lines(services.redis_url, answered)

@@ -163,6 +163,33 @@ def wait_for_answers(
     return count
 
 
+def wait_until_quiet(
+    kafka: KafkaSettings,
+    topic: str,
+    parts: list[Part],
+    quiet_s: float = 5.0,
+    timeout_s: float = READY_TIMEOUT_S,
+) -> None:
+    """Wait until ``topic``'s end offsets have not moved for ``quiet_s`` (or the timeout).
+
+    Answers can all be in while the feature job still works through the stream
+    (answers no longer wait for the feature path); stopping it then would cut
+    the changelog short. Watermarks cost one request, unlike counting the rows.
+    """
+    deadline = time.monotonic() + timeout_s
+    last, still_since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        for part in parts:
+            part.check()
+        ends = sum(high_watermarks(kafka, topic).values())
+        if ends != last:
+            last, still_since = ends, time.monotonic()
+        elif time.monotonic() - still_since >= quiet_s:
+            return
+        time.sleep(0.5)
+    print(f"{topic} still growing after {timeout_s:.0f} s", file=sys.stderr)
+
+
 def read_asked(kafka: KafkaSettings, topic: str) -> list[Asked]:
     codec = request_codec()
     asked = []

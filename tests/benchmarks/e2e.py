@@ -33,7 +33,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,13 +45,8 @@ from jobs.localstack import Stack, StackSettings
 from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
-from tests.benchmarks.report import (
-    failure_percentile,
-    failure_rate,
-    print_table,
-    result_line,
-    save_bar_plot,
-)
+from tests.benchmarks.measured import Measured, combined, median_burst, tally
+from tests.benchmarks.report import print_table, result_line, save_bar_plot
 from tests.conftest import REPO_ROOT, free_port
 from tests.feature_repo.applied import applied_copy
 from tests.inference.worker.harness import WorkerProcess, WorkerTopics, worker_env
@@ -63,50 +59,6 @@ from tests.inference.worker.world import (
 )
 
 REPORT = REPO_ROOT / "reports" / "bench-e2e.png"
-
-
-@dataclass
-class Measured:
-    sent: int
-    answered: int  # good and degraded
-    degraded: int
-    seconds: float
-    latencies_ms: list[float]  # of the good answers only
-
-    @property
-    def good(self) -> int:
-        return self.answered - self.degraded
-
-    @property
-    def failures(self) -> int:
-        """Unanswered or degraded."""
-        return self.sent - self.good
-
-    @property
-    def rps(self) -> float:
-        """Good answers per second."""
-        return self.good / self.seconds if self.seconds else 0.0
-
-    @property
-    def error_rate(self) -> float:
-        return failure_rate(self.sent, self.failures)
-
-    def p(self, q: float) -> float:
-        """Latency percentile with every failure at +infinity."""
-        return failure_percentile(self.latencies_ms, self.failures, q)
-
-
-def median_burst(bursts: Sequence[Measured]) -> Measured:
-    """The median burst by good answers per second."""
-    return sorted(bursts, key=lambda m: m.rps)[len(bursts) // 2]
-
-
-def combined(runs: Sequence[Measured]) -> Measured:
-    """All requests of several runs as one (for totals and error rates)."""
-    return Measured(
-        sum(m.sent for m in runs), sum(m.answered for m in runs), sum(m.degraded for m in runs),
-        sum(m.seconds for m in runs), [x for m in runs for x in m.latencies_ms],
-    )  # fmt: skip
 
 
 class Collector:
@@ -180,19 +132,6 @@ def measure(
     return tally(sent, collector.arrived)
 
 
-def tally(sent: Mapping[str, int], arrived: Mapping[str, tuple[int, bool]]) -> Measured:
-    """Send times and (arrival time, degraded) per request id, in ns, as one run's figures.
-
-    The span runs from the first send to the last answer of any kind; latencies are
-    the good answers' only (degraded and unanswered requests are failures).
-    """
-    got = {i: arrived[i] for i in sent if i in arrived}
-    latencies = [(at - sent[i]) / 1e6 for i, (at, degraded) in got.items() if not degraded]
-    span = (max((t for t, _ in got.values()), default=0) - min(sent.values(), default=0)) / 1e9
-    return Measured(len(sent), len(got), sum(d for _, d in got.values()), max(span, 0.0),
-                    latencies)  # fmt: skip
-
-
 @dataclass
 class VariantResult:
     name: str
@@ -238,33 +177,46 @@ def start_variant(
     return Running(name, topics, process, Collector(kafka, topics.output))
 
 
+def warm_up(running: Sequence[Running], kafka: KafkaSettings, world: World) -> None:
+    """Twenty requests to each variant, which must all be answered before anything is timed."""
+    for v in running:
+        warm = measure(kafka, v.topics, v.collector, world.users[:20], f"{v.name}-warm", None, 300)
+        if warm.answered < 20:
+            raise RuntimeError(f"{v.name} missed the warm-up:\n{v.process.output()[-3000:]}")
+
+
+def saturation_bursts(
+    running: Sequence[Running], kafka: KafkaSettings, world: World, args: argparse.Namespace
+) -> dict[str, list[Measured]]:
+    """``args.rounds`` alternating rounds of one ``args.burst`` per variant (closed loop)."""
+    bursts: dict[str, list[Measured]] = {v.name: [] for v in running}
+    for round_no in range(args.rounds):
+        for v in running:
+            tag = f"{v.name}-sat{round_no}"
+            burst = measure(kafka, v.topics, v.collector, cycle(world.users, args.burst), tag,
+                            None, args.timeout)  # fmt: skip
+            bursts[v.name].append(burst)
+            print(f"round {round_no} {v.name}: {burst.rps:.0f} rps, {burst.degraded} degraded, "
+                  f"{burst.sent - burst.answered} unanswered", flush=True)  # fmt: skip
+    return bursts
+
+
 def run_variants(
     running: list[Running], kafka: KafkaSettings, world: World, args: argparse.Namespace
 ) -> list[VariantResult]:
     """Warm-up, then saturation bursts in alternating rounds (median), then fixed rates."""
     users = world.users
-    for v in running:
-        warm = measure(kafka, v.topics, v.collector, users[:20], f"{v.name}-warm", None, 300)
-        if warm.answered < 20:
-            raise RuntimeError(f"{v.name} missed the warm-up:\n{v.process.output()[-3000:]}")
-    bursts: dict[str, list[Measured]] = {v.name: [] for v in running}
-    for round_no in range(args.rounds):
-        for v in running:
-            tag = f"{v.name}-sat{round_no}"
-            burst = measure(kafka, v.topics, v.collector, _cycle(users, args.burst), tag, None,
-                            args.timeout)  # fmt: skip
-            bursts[v.name].append(burst)
-            print(f"round {round_no} {v.name}: {burst.rps:.0f} rps, {burst.degraded} degraded, "
-                  f"{burst.sent - burst.answered} unanswered", flush=True)  # fmt: skip
+    warm_up(running, kafka, world)
+    bursts = saturation_bursts(running, kafka, world, args)
     results = []
     for v in running:
         saturation = median_burst(bursts[v.name])
         rate = max(1.0, saturation.rps / 2)
         count = max(20, int(rate * args.seconds))
-        half = measure(kafka, v.topics, v.collector, _cycle(users, count), f"{v.name}-half",
+        half = measure(kafka, v.topics, v.collector, cycle(users, count), f"{v.name}-half",
                        rate, args.timeout)  # fmt: skip
         count = max(20, int(args.common_rate * args.seconds))
-        common = measure(kafka, v.topics, v.collector, _cycle(users, count), f"{v.name}-common",
+        common = measure(kafka, v.topics, v.collector, cycle(users, count), f"{v.name}-common",
                          args.common_rate, args.timeout)  # fmt: skip
         print(f"{v.name}: median saturation {saturation.rps:.0f} rps; at {rate:.0f} rps p99 "
               f"{half.p(99):.1f} ms; at {args.common_rate:.0f} rps p99 {common.p(99):.1f} ms",
@@ -273,7 +225,7 @@ def run_variants(
     return results
 
 
-def _cycle(users: Sequence[int], n: int) -> list[int]:
+def cycle(users: Sequence[int], n: int) -> list[int]:
     return [users[i % len(users)] for i in range(n)]
 
 
@@ -308,6 +260,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
+    with variants_up(args, tmp) as (kafka, world, running):
+        return run_variants(running, kafka, world, args)
+
+
+@contextmanager
+def variants_up(
+    args: argparse.Namespace, tmp: Path
+) -> Iterator[tuple[KafkaSettings, World, list[Running]]]:
+    """Kafka, Redis and Triton on free ports, the features written, ``args.variants`` started.
+
+    Reads ``args.events``, ``args.candidates`` and ``args.variants``; stops everything on exit.
+    """
     world = build_world(tmp / "model", stream_events(args.events))
     models = tmp / "models"
     repository.publish(world.model_dir, models)
@@ -342,12 +306,12 @@ def run_all(args: argparse.Namespace, tmp: Path) -> list[VariantResult]:
             "naive": ("tests.benchmarks.baselines.naive_worker", base),
             "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
         }
-        running = []
+        running: list[Running] = []
         try:
             for name, (module, env) in variants.items():
                 if name in args.variants.split(","):
                     running.append(start_variant(name, module, env, kafka, tmp))
-            return run_variants(running, kafka, world, args)
+            yield kafka, world, running
         finally:
             for v in running:
                 v.close()

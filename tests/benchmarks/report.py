@@ -129,3 +129,42 @@ def save_bar_plot(
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def save_cdf_plot(
+    path: Path,
+    title: str,
+    series: Mapping[str, tuple[Sequence[float], int]],
+    marker: float | None = None,
+) -> None:
+    """Latency CDFs, one line per name: (completed samples, failures) each.
+
+    The fraction is over every sample, failures included, so a line with failures
+    never reaches 1 (they are beyond any latency). ``marker`` draws a vertical line.
+    """
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure, axes = plt.subplots(figsize=(7, 4))
+    for name, (values, failures) in series.items():
+        ordered = sorted(values)
+        total = len(ordered) + failures
+        if total:
+            fractions = [(n + 1) / total for n in range(len(ordered))]
+            axes.step(ordered, fractions, where="post", label=f"{name} ({total:,} requests)")
+    if marker is not None:
+        axes.axvline(marker, color="grey", linestyle="--", linewidth=1)
+    axes.axhline(0.99, color="grey", linestyle=":", linewidth=1)
+    axes.set_xscale("log")
+    axes.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    axes.set_xlabel("ms")
+    axes.set_ylabel("fraction of requests answered")
+    axes.set_title(title)
+    axes.legend(loc="upper left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from tests.benchmarks.e2e import Measured, VariantResult, tally
+from tests.benchmarks.e2e import VariantResult
 from tests.benchmarks.freshness import Freshness
+from tests.benchmarks.measured import Measured, tally
 
 MS = 1_000_000  # ns
 

@@ -110,8 +110,10 @@ def test_others_next_clicks_are_recalled_by_covisit_and_an_unseen_item_is_ranked
     # The worker's answer: both recommended by covisit with the served model's scores.
     # A worker of its own: the shared ones read the session's world project.
     topics = WorkerTopics.create(kafka)
+    # Viewed items excluded (the default keeps them): the clicked item must not come back.
     env = worker_env(kafka, redis_url, project, world.model_dir, topics,
-                     (triton.grpc_url, triton.model), triton_timeout_ms="20000")  # fmt: skip
+                     (triton.grpc_url, triton.model), triton_timeout_ms="20000",
+                     exclude_behaviors="pv,buy")  # fmt: skip
     worker = WorkerProcess(env, tmp_path / "worker.log")
     output = OutputReader(kafka, topics.output)
     try:
@@ -123,6 +125,6 @@ def test_others_next_clicks_are_recalled_by_covisit_and_an_unseen_item_is_ranked
     assert rec.model_version.startswith(triton.model)
     routes = {item.item_id: item.route for item in rec.items}
     assert routes.get(b) == "covisit" and routes.get(UNSEEN) == "covisit", rec.items
-    assert a not in routes  # just viewed: dropped, as always
+    assert a not in routes  # just viewed: dropped, as this worker was told
     [unseen] = [item for item in rec.items if item.item_id == UNSEEN]
     assert isinstance(unseen.score, float)

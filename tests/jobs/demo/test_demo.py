@@ -55,8 +55,15 @@ def test_demo_runs_the_whole_loop_on_the_stream(
     assert produced == answered > 0
     assert re.search(r"dead-lettered\s+0\n", out)
     assert out.count("→ recommended") == 3
-    # The run replays the stream the reference was built from: any alert is a false alarm.
-    assert re.search(r"drift check\s+ok: 0 of \d+ features drifted", out), out[-2000:]
+    # The run replays the stream the reference was built from: an alert on a feature is a
+    # false alarm. The scores have no saved reference: the watch takes the run's first
+    # answers as their baseline, and an untrained model's near-constant scores move as the
+    # store warms up (answers before any trend or co-visit exists), so only they may move.
+    line = r"drift check\s+(ok|drift): (\d+) of \d+ features drifted(?: \((.*)\))?"
+    verdict = re.search(line, out)
+    assert verdict is not None, out[-2000:]
+    drifted = verdict.group(3).split(", ") if verdict.group(3) else []
+    assert all(name.startswith("rec_") for name in drifted), out[-2000:]
     recount_from_the_topics(stack.kafka_bootstrap, out)
     # Every service was given, so the demo started no local one of its own.
     started = [d.name for d in (tmp_path / "stack").iterdir() if d.name != "demo"]

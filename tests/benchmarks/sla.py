@@ -1,0 +1,220 @@
+"""``make bench-sla``: the highest rate each worker answers within the SLA (MLPerf server style).
+
+The setup is ``make bench-e2e``'s (its own Kafka, Redis and Triton, real Taobao
+features, the same model and candidates) and so are the variants: the worker
+(Triton), the naive worker, and the ceiling (the worker scoring in process with
+ONNX Runtime). Each first gets ``make bench-e2e``'s closed-loop bursts (burst
+throughput, median of alternating rounds). Then, per variant:
+
+- open-loop Poisson arrivals at a held rate: seeded exponential gaps, every request
+  sent on schedule whether or not earlier ones were answered, for ``--seconds``
+  (longer to reach ``--min-requests``, at most ``--max-seconds``) after ``--warmup``
+  seconds at the same rate that are not judged (the variant sat idle while the
+  others were measured); latency runs from each request's *scheduled* time to its
+  answer's arrival at a real consumer, so a sender running late counts against the
+  figure (no coordinated omission);
+- a rate passes when p99 <= ``--sla-ms`` (every failure at +infinity) and the error
+  rate (unanswered within ``--answer-timeout`` after the last send, or degraded) is
+  under ``--max-error-rate``; a rate already certain to fail stops early;
+- the search: ``--start-rate`` times ``--factor`` per rung until a rung fails, then
+  ``--bisect-steps`` bisections between the best pass and the lowest failure. The
+  variants' searches advance in alternation, one held rate each in turn, and every
+  variant gets the same schedule at the same rate.
+
+At each variant's SLA rate: latency CDFs (``reports/bench-sla.png``) and, for the
+worker, the mean per stage from its Prometheus histograms scraped before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from schemas.codec import request_codec, wall_clock_ms
+from schemas.kafka import KafkaSettings
+from schemas.records import RecRequest
+from tests.benchmarks.e2e import Running, cycle, saturation_bursts, variants_up, warm_up
+from tests.benchmarks.measured import tally
+from tests.benchmarks.report import percentile
+from tests.benchmarks.sla_report import Capacity, Trial, report
+from tests.benchmarks.sla_search import (
+    LateCounter,
+    RateSearch,
+    Sla,
+    histogram_totals,
+    poisson_schedule,
+    stage_means,
+)
+
+
+@dataclass
+class Sent:
+    due_ns: dict[str, int]  # request id -> scheduled time
+    actual_ns: list[int]
+    stopped_early: bool
+
+    @property
+    def offered_rps(self) -> float:
+        span = (self.actual_ns[-1] - self.actual_ns[0]) / 1e9 if self.actual_ns else 0.0
+        return (len(self.actual_ns) - 1) / span if span > 0 else 0.0
+
+    @property
+    def lag_p99_ms(self) -> float:
+        lags = [(a - d) / 1e6 for a, d in zip(self.actual_ns, self.due_ns.values(), strict=True)]
+        return percentile(lags, 99)
+
+
+def send_open_loop(
+    kafka: KafkaSettings, v: Running, users: Sequence[int], offsets: Sequence[float],
+    prefix: str, sla: Sla, judged_from: float = 0.0,
+) -> Sent:  # fmt: skip
+    """Send on schedule; stop once the late requests alone make the rate fail.
+
+    Requests due before ``judged_from`` (s) are the warm-up: sent, never counted.
+    """
+    producer = Producer(kafka.client_config(**{"linger.ms": 0, "acks": "1"}))
+    codec = request_codec()
+    late = LateCounter(sla.latency_ms)
+    planned = sum(offset >= judged_from for offset in offsets)
+    sent = Sent({}, [], False)
+    start_ns, start = time.time_ns(), time.perf_counter()
+    next_check = start + judged_from + 0.25
+    for n, (user, offset) in enumerate(zip(users, offsets, strict=True)):
+        delay = start + offset - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        judged = offset >= judged_from
+        request_id = f"{prefix}-{n}" if judged else f"{prefix}-warm-{n}"
+        request = RecRequest(request_id=request_id, user_id=user, ts=wall_clock_ms(), k=10)
+        producer.produce(v.topics.requests, codec.encode(request), key=str(user).encode())
+        producer.poll(0)
+        if not judged:
+            continue
+        sent.due_ns[request_id] = start_ns + int(offset * 1e9)
+        sent.actual_ns.append(time.time_ns())
+        late.add(request_id, sent.due_ns[request_id])
+        if time.perf_counter() >= next_check:
+            next_check += 0.25
+            late.update(v.collector.arrived, time.time_ns())
+            if sla.doomed(late.late, late.degraded, planned):
+                sent.stopped_early = True
+                break
+    producer.flush(30)
+    return sent
+
+
+def scrape(v: Running) -> dict[str, tuple[float, float]] | None:
+    """The worker's histogram totals; None for a variant without /metrics (the naive one)."""
+    try:
+        return histogram_totals(v.process.metrics())
+    except OSError:
+        return None
+
+
+def held_rate(
+    kafka: KafkaSettings, v: Running, users: Sequence[int], rate: float,
+    args: argparse.Namespace, sla: Sla,
+) -> Trial:  # fmt: skip
+    seconds = max(args.seconds, min(args.min_requests / rate, args.max_seconds))
+    offsets = poisson_schedule(rate, args.warmup + seconds, seed=f"{args.seed}:{rate:.6f}")
+    before = scrape(v)
+    sent = send_open_loop(kafka, v, cycle(users, len(offsets)), offsets,
+                          f"{v.name}-{rate:.3f}", sla, judged_from=args.warmup)  # fmt: skip
+    v.collector.wait_for(list(sent.due_ns), args.answer_timeout)
+    measured = tally(sent.due_ns, dict(v.collector.arrived))
+    after = scrape(v)
+    # A backlog left by an overloaded rate would load the next one: let it clear first.
+    v.collector.wait_for(list(sent.due_ns), args.drain_timeout)
+    time.sleep(args.pause)
+    verdict = sla.judge(measured.latencies_ms, measured.sent, measured.failures)
+    if sent.stopped_early:
+        verdict = dataclasses.replace(verdict, passed=False, why=f"stopped early: {verdict.why}")
+    stages = stage_means(before, after) if before is not None and after is not None else None
+    return Trial(rate, measured, sent.offered_rps, sent.lag_p99_ms, verdict, stages)
+
+
+def search_all(
+    running: Sequence[Running], kafka: KafkaSettings, users: Sequence[int],
+    args: argparse.Namespace, sla: Sla,
+) -> dict[str, tuple[RateSearch, list[Trial]]]:  # fmt: skip
+    """Every variant's search, advanced in alternation: one held rate per variant in turn."""
+    state: dict[str, tuple[RateSearch, list[Trial]]] = {
+        v.name: (RateSearch(args.start_rate, args.factor, args.max_rungs, args.bisect_steps), [])
+        for v in running
+    }
+    while True:
+        todo = [(v, rate) for v in running if (rate := state[v.name][0].next_rate()) is not None]
+        if not todo:
+            return state
+        for v, rate in todo:
+            search, trials = state[v.name]
+            trial = held_rate(kafka, v, users, rate, args, sla)
+            search.record(rate, trial.verdict.passed)
+            trials.append(trial)
+            m = trial.measured
+            print(f"{v.name} @ {rate:.1f} rps: offered {trial.offered_rps:.1f}, sent {m.sent:,}, "
+                  f"p50 {m.p(50):.1f} ms, p99 {m.p(99):.1f} ms, errors {m.error_rate:.2%}, "
+                  f"sender lag p99 {trial.lag_p99_ms:.1f} ms -> "
+                  f"{'pass' if trial.verdict.passed else 'FAIL'} ({trial.verdict.why})",
+                  flush=True)  # fmt: skip
+
+
+def run(args: argparse.Namespace, tmp: Path) -> list[Capacity]:
+    sla = Sla(args.sla_ms, args.max_error_rate)
+    with variants_up(args, tmp) as (kafka, world, running):
+        warm_up(running, kafka, world)
+        bursts = saturation_bursts(running, kafka, world, args)
+        state = search_all(running, kafka, world.users, args, sla)
+    return [Capacity(name, bursts[name], *state[name]) for name in state]
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.benchmarks.sla",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("--events", type=int, default=20_000, help="stream events for features")
+    add("--candidates", type=int, default=100, help="candidates per request")
+    add("--variants", default="worker,naive,ceiling")
+    add("--burst", type=int, default=1500, help="closed-loop burst, the same for every variant")
+    add("--rounds", type=int, default=3, help="alternating burst rounds (median kept)")
+    add("--timeout", type=float, default=240, help="wait for a burst's answers (s)")
+    add("--sla-ms", type=float, default=50, help="p99 request->answer latency bound (ms)")
+    add("--max-error-rate", type=float, default=0.001, help="errors must stay under this share")
+    add("--seconds", type=float, default=20, help="shortest hold of one rate (s)")
+    add("--min-requests", type=int, default=1000, help="hold longer to reach this many requests")
+    add("--max-seconds", type=float, default=60, help="but no longer than this (s)")
+    add("--start-rate", type=float, default=25, help="first rung of the ladder (rps)")
+    add("--factor", type=float, default=2, help="ladder step: each rung is this times the last")
+    add("--max-rungs", type=int, default=8, help="most ladder rungs")
+    add("--bisect-steps", type=int, default=3, help="bisections after the first failing rung")
+    add("--warmup", type=float, default=2, help="first seconds of each held rate, not judged")
+    add("--answer-timeout", type=float, default=10, help="after the last send; later = error")
+    add("--drain-timeout", type=float, default=60, help="wait for a backlog to clear (s)")
+    add("--pause", type=float, default=1, help="rest between held rates (s)")
+    add("--seed", type=int, default=7, help="seed of the arrival schedules")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-sla-") as tmp_name:
+        capacities = run(args, Path(tmp_name))
+    print(f"wall {time.monotonic() - started:.0f} s")
+    report(capacities, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
