@@ -70,37 +70,28 @@ def free_port() -> int:
         return port
 
 
+def feature_job_part(events: str, changelog: str, group: str, log_dir: Path) -> Part:
+    """The Flink feature job from ``events`` to ``changelog`` (invalid events: its DLQ)."""
+    args = ["--source-topic", events, "--changelog-topic", changelog,
+            "--dead-letter-topic", dead_letter_topic(events), "--group-id", group]  # fmt: skip
+    return Part("feature-job", "jobs.features", args, log_dir)
+
+
+def writer_part(changelog: str, group: str, log_dir: Path, project: str | None = None) -> Part:
+    """The feature writer from ``changelog`` into Redis (``project``: its Feast namespace)."""
+    args = ["--topic", changelog, "--group-id", group]
+    if project is not None:
+        args += ["--project", project]
+    return Part("feature-writer", "jobs.feature_writer", args, log_dir)
+
+
 def pipeline_parts(
     topics: RunTopics, group: str, model_dir: Path, log_dir: Path, worker_metrics_port: int
 ) -> list[Part]:
     """Feature job → feature writer → worker, each consuming what the one before produces."""
     return [
-        Part(
-            "feature-job",
-            "jobs.features",
-            [
-                "--source-topic",
-                topics.events,
-                "--changelog-topic",
-                topics.changelog,
-                "--dead-letter-topic",
-                dead_letter_topic(topics.events),
-                "--group-id",
-                group,
-            ],
-            log_dir,
-        ),
-        Part(
-            "feature-writer",
-            "jobs.feature_writer",
-            [
-                "--topic",
-                topics.changelog,
-                "--group-id",
-                group,
-            ],
-            log_dir,
-        ),
+        feature_job_part(topics.events, topics.changelog, group, log_dir),
+        writer_part(topics.changelog, group, log_dir),
         Part(
             "worker",
             "inference.worker",

@@ -28,6 +28,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from jobs.demo.loop import (
+    feature_job_part,
     free_port,
     log_says,
     part_environment,
@@ -36,6 +37,7 @@ from jobs.demo.loop import (
     wait_for_answers,
     wait_ready,
     warm_up,
+    writer_part,
 )
 from jobs.demo.processes import Part, running
 from jobs.demo.services import SERVED_MODEL, Services
@@ -110,15 +112,9 @@ def parts_for(
 ) -> tuple[list[Part], dict[str, int]]:
     """The feature job, the writer into the streaming store, one worker per variant."""
     parts = [
-        Part("feature-job", "jobs.features", [
-            "--source-topic", names.events, "--changelog-topic", names.changelog,
-            "--dead-letter-topic", dead_letter_topic(names.events), "--group-id", names.run_id,
-        ], log_dir),
-        Part("feature-writer", "jobs.feature_writer", [
-            "--topic", names.changelog, "--group-id", names.run_id,
-            "--project", names.project("stream"),
-        ], log_dir),
-    ]  # fmt: skip
+        feature_job_part(names.events, names.changelog, names.run_id, log_dir),
+        writer_part(names.changelog, names.run_id, log_dir, names.project("stream")),
+    ]
     ports: dict[str, int] = {}
     for v in variants:
         ports[v.name] = free_port()
