@@ -26,6 +26,16 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+# The model directory's file names live in schemas.model_files (stdlib only); the
+# roles that read them import them from here as before.
+from schemas.model_files import CATEGORIES_FILE as CATEGORIES_FILE
+from schemas.model_files import EMBEDDINGS_FILE as EMBEDDINGS_FILE
+from schemas.model_files import MANIFEST_FILE as MANIFEST_FILE
+from schemas.model_files import MODEL_CONFIG_FILE as MODEL_CONFIG_FILE
+from schemas.model_files import NETWORK_FILE as NETWORK_FILE
+from schemas.model_files import POPULAR_FILE as POPULAR_FILE
+from schemas.model_files import VOCAB_FILE as VOCAB_FILE
+from schemas.model_files import WEIGHTS_FILE as WEIGHTS_FILE
 from schemas.views import ITEM_TRENDS, USER_CLICK_WINDOW, ViewSpec
 from schemas.windows import SEQUENCE_LIMIT
 
@@ -35,12 +45,6 @@ PAD_INDEX = 0
 OOV_INDEX = 1
 FIRST_ID_INDEX = 2
 
-# The model directory's files that more than one role reads (training writes them).
-MANIFEST_FILE = "manifest.json"
-VOCAB_FILE = "vocab.npz"
-EMBEDDINGS_FILE = "item_embeddings.npy"
-CATEGORIES_FILE = "item_categories.npy"
-POPULAR_FILE = "popular_items.json"
 
 SEQ_ITEMS = "seq_items"
 SEQ_CATS = "seq_cats"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from jobs.localstack import Stack, StackSettings
+from jobs.localstack.triton_server import TritonService
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +87,8 @@ class TritonServer:
     """A running tritonserver (explicit model control) and the repository it serves.
 
     ``small_artifacts`` is the artifacts directory of the untrained model published
-    as version 1 of both models at start; ``ranker_python`` serves it.
+    as version 1 of every model at start; ``ranker_python`` and ``ranker_torch``
+    (the python-backend models this binary can run) serve it.
     """
 
     grpc_url: str  # host:port, as tritonclient.grpc takes it
@@ -94,6 +96,7 @@ class TritonServer:
     metrics_url: str
     repository: Path
     small_artifacts: Path
+    log_path: Path
     model: str = "ranker_python"
 
     def publish(self, artifacts_dir: Path, serve: bool = True) -> int:
@@ -111,6 +114,10 @@ def distinct_free_ports(count: int) -> list[int]:
     while len(ports) < count:
         ports.add(free_port())
     return sorted(ports)
+
+
+# The models the wheel's binary can serve (it has no ONNX Runtime backend for `ranker`).
+PYTHON_MODELS = ("ranker_python", "ranker_torch")
 
 
 @pytest.fixture(scope="session")
@@ -135,6 +142,7 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         triton_grpc_port=grpc,
         triton_metrics_port=metrics,
         triton_model_repository=models,
+        triton_models=PYTHON_MODELS,
     )
     local = Stack(settings)
     local.up(["triton"])
@@ -145,6 +153,7 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
             metrics_url=f"http://127.0.0.1:{metrics}/metrics",
             repository=models,
             small_artifacts=artifacts,
+            log_path=TritonService(settings).log_path,
         )
     finally:
         local.down(["triton"])

@@ -20,7 +20,7 @@ from schemas.settings import (
 
 # The committed layout: config.pbtxt per model and the python backend's model.py.
 TEMPLATE_REPOSITORY = Path(__file__).resolve().parents[1] / "model_repository"
-MODELS = ("ranker", "ranker_python")
+MODELS = ("ranker", "ranker_python", "ranker_torch")
 
 
 @dataclass(frozen=True)

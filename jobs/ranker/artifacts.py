@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from jobs.ranker import network
 from jobs.ranker.export import export_all
 from jobs.ranker.model import DIN, DINConfig
 from jobs.ranker.samples import Catalog
@@ -25,9 +26,12 @@ from schemas.ranking import (
     CATEGORIES_FILE,
     EMBEDDINGS_FILE,
     MANIFEST_FILE,
+    MODEL_CONFIG_FILE,
+    NETWORK_FILE,
     POPULAR_FILE,
     SEQ_LEN,
     VOCAB_FILE,
+    WEIGHTS_FILE,
 )
 
 MANIFEST = MANIFEST_FILE
@@ -54,8 +58,7 @@ def atomic_directory(target: Path) -> Iterator[Path]:
 
 def write_model_files(directory: Path, model: DIN, catalog: Catalog) -> dict[str, Path]:
     """Weights, config, the three ONNX variants and the worker's item tables."""
-    torch.save(model.state_dict(), directory / "model.pt")
-    model.config.save(directory / "model_config.json")
+    write_torch_model(directory, model)
     catalog.vocab.save(directory / VOCAB_FILE)
     embeddings = model.item_embedding.weight.detach().numpy().astype(np.float32)
     np.save(directory / EMBEDDINGS_FILE, embeddings)
@@ -63,6 +66,17 @@ def write_model_files(directory: Path, model: DIN, catalog: Catalog) -> dict[str
     popular = catalog.popular_raw_items(POPULAR_LIMIT)
     (directory / POPULAR_FILE).write_text(json.dumps(popular))
     return export_all(model, directory)
+
+
+def write_torch_model(directory: Path, model: DIN) -> None:
+    """What `ranker_torch` serves: weights, hyper-parameters and the network's source.
+
+    The source goes with the weights because the served model cannot import the
+    project: a published version keeps running the network it was trained as.
+    """
+    torch.save(model.state_dict(), directory / WEIGHTS_FILE)
+    model.config.save(directory / MODEL_CONFIG_FILE)
+    shutil.copyfile(Path(network.__file__), directory / NETWORK_FILE)
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -86,6 +100,6 @@ def read_manifest(directory: Path) -> dict[str, Any]:
 
 def load_model(directory: Path) -> DIN:
     """The trained PyTorch model from ``model_config.json`` and ``model.pt``."""
-    model = DIN(DINConfig.load(directory / "model_config.json"))
-    model.load_state_dict(torch.load(directory / "model.pt", weights_only=True))
+    model = DIN(DINConfig.load(directory / MODEL_CONFIG_FILE))
+    model.load_state_dict(torch.load(directory / WEIGHTS_FILE, weights_only=True))
     return model.eval()

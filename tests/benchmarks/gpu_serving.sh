@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The GPU serving benchmark in one command, on a host with CUDA, torch, numpy and
-# Python 3.12 but no package index. Expects the server parts packed here with
+# Python 3.12 but no package index: the repository's ranker_torch model
+# (inference/model_repository/ranker_torch) published into a temporary repository
+# and served on the GPU, against the raw model. The benchmark itself needs only the
+# standard library, numpy and torch; the served model's stub finds torch through
+# python3 on PATH. Expects the server parts packed here with
 #   .venv/bin/python -m tests.benchmarks.gpu_serving pack --python 3.12
 # (writes .cache/gpu/tritonserver.tar.xz, carried to the host with the work tree).
 # Results go to $OUT (default ./gpu-serving-out): gpu_serving.json, gpu_serving.txt,
-# tritonserver.log; the last line printed is the RESULT line.
+# tritonserver-<instances>.log per instance count; the last line printed is the RESULT line.
 # Extra arguments go to `python -m tests.benchmarks.gpu_serving run`.
 set -euo pipefail
 cd "$(dirname "$0")/../.."

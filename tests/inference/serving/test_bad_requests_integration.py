@@ -12,7 +12,7 @@ import tritonclient.grpc as grpcclient  # type: ignore[import-untyped]
 from tritonclient.utils import InferenceServerException  # type: ignore[import-untyped]
 
 from inference.serving.probe import probe_inputs
-from tests.conftest import TritonServer
+from tests.conftest import PYTHON_MODELS, TritonServer
 from tests.inference.serving.artifacts import SMALL_CATEGORIES, SMALL_ITEMS
 from tests.inference.serving.client import infer
 
@@ -64,27 +64,27 @@ BAD = {
 }
 
 
+@pytest.mark.parametrize("model", PYTHON_MODELS)
 @pytest.mark.parametrize("case", list(BAD))
 def test_bad_request_gets_a_clear_error_and_the_server_stays_up(
-    triton: TritonServer, client: Any, case: str
+    client: Any, model: str, case: str
 ) -> None:
     inputs, expected = BAD[case]
     with pytest.raises(InferenceServerException) as raised:
-        _infer_any_dtype(client, triton.model, inputs)
+        _infer_any_dtype(client, model, inputs)
     assert expected in str(raised.value)
-    scores, _ = infer(client, triton.model, _good())
+    scores, _ = infer(client, model, _good())
     assert scores.shape == (2, 4)
 
 
-def test_bad_requests_in_a_batch_do_not_fail_the_good_ones(
-    triton: TritonServer, client: Any
-) -> None:
+@pytest.mark.parametrize("model", PYTHON_MODELS)
+def test_bad_requests_in_a_batch_do_not_fail_the_good_ones(client: Any, model: str) -> None:
     bad = BAD["item id out of range"][0]
     requests = [bad if i % 4 == 0 else _good() for i in range(32)]
 
     def call(inputs: Inputs) -> str:
         try:
-            infer(client, triton.model, inputs)
+            infer(client, model, inputs)
         except InferenceServerException as error:
             return str(error)
         return "ok"

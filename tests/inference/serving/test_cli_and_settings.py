@@ -37,7 +37,7 @@ def test_publish_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     artifacts = write_serving_artifacts(tmp_path / "artifacts", num_items=50, num_categories=5)
     repo = tmp_path / "repo"
     assert cli.main(["--repository", str(repo), "publish", str(artifacts)]) == 0
-    assert "as version 1 of ranker, ranker_python" in capsys.readouterr().out
+    assert "as version 1 of ranker, ranker_python, ranker_torch" in capsys.readouterr().out
     assert repository.read_limits(repo / "ranker_python" / "1") == (50, 5)
 
 

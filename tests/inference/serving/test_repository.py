@@ -9,6 +9,7 @@ import pytest
 
 from inference.serving import repository
 from inference.serving.errors import PublishError
+from inference.serving.settings import MODELS, TEMPLATE_REPOSITORY
 
 
 @pytest.fixture
@@ -18,6 +19,8 @@ def artifacts(tmp_path: Path) -> Path:
     (folder / "model.int8.onnx").write_bytes(b"int8 weights")
     (folder / "model.onnx").write_bytes(b"fp32 weights")
     (folder / "model_config.json").write_text(json.dumps({"num_items": 9, "num_categories": 4}))
+    (folder / "model.pt").write_bytes(b"torch weights")
+    (folder / "network.py").write_text("# the network's source\n")
     manifest = {"served_variant": "int8", "served_file": "model.int8.onnx"}
     (folder / "manifest.json").write_text(json.dumps(manifest))
     return folder
@@ -29,15 +32,56 @@ def test_publish_writes_the_served_file_as_the_next_version(
     repo = tmp_path / "repo"
     assert repository.publish(artifacts, repo) == 1
     assert repository.publish(artifacts, repo) == 2
-    for model in ("ranker", "ranker_python"):
+    for model in MODELS:
         assert repository.versions(repo / model) == [1, 2]
-        assert (repo / model / "2" / "model.onnx").read_bytes() == b"int8 weights"
         assert (repo / model / "config.pbtxt").exists()
         # No staging folder is left behind for Triton to trip over.
         assert sorted(p.name for p in (repo / model).iterdir()) == ["1", "2", "config.pbtxt"]
+    for model in ("ranker", "ranker_python"):
+        assert (repo / model / "2" / "model.onnx").read_bytes() == b"int8 weights"
     python_version = repo / "ranker_python" / "2"
     assert (python_version / "model.py").read_text().startswith('"""Triton python-backend')
     assert repository.read_limits(python_version) == (9, 4)
+    torch_version = repo / "ranker_torch" / "2"
+    assert sorted(p.name for p in torch_version.iterdir()) == [
+        "manifest.json",
+        "model.pt",
+        "model.py",
+        "model_config.json",
+        "network.py",
+        "request_handling.py",
+    ]
+    assert (torch_version / "model.pt").read_bytes() == b"torch weights"
+
+
+def test_every_model_has_its_files_and_its_template() -> None:
+    assert tuple(repository.ARTIFACT_FILES) == MODELS
+    for model in MODELS:
+        assert (TEMPLATE_REPOSITORY / model / "config.pbtxt").exists()
+
+
+def test_artifacts_without_the_network_source_are_refused_whole(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    (artifacts / "network.py").unlink()
+    repo = tmp_path / "repo"
+    with pytest.raises(PublishError, match=r"no network\.py.*retrain with `make train`"):
+        repository.publish(artifacts, repo)
+    assert not repo.exists() or all(repository.versions(repo / m) == [] for m in MODELS)
+    # The ONNX models alone still publish from such artifacts.
+    assert repository.publish(artifacts, repo, ["ranker", "ranker_python"]) == 1
+
+
+def test_the_torch_model_alone_needs_no_onnx_file(artifacts: Path, tmp_path: Path) -> None:
+    (artifacts / "model.int8.onnx").unlink()
+    assert repository.publish(artifacts, tmp_path / "repo", ["ranker_torch"]) == 1
+    with pytest.raises(PublishError, match=r"model\.int8\.onnx"):
+        repository.publish(artifacts, tmp_path / "repo", ["ranker_python"])
+
+
+def test_an_unknown_model_is_refused(artifacts: Path, tmp_path: Path) -> None:
+    with pytest.raises(PublishError, match="ranker_gpu"):
+        repository.publish(artifacts, tmp_path / "repo", ["ranker_gpu"])
 
 
 def test_versions_line_up_across_models(artifacts: Path, tmp_path: Path) -> None:

@@ -116,6 +116,7 @@ def build_world(
     model_dir: Path, events: Sequence[BehaviorEvent], max_items: int = 998, max_cats: int = 48
 ) -> World:
     """Artifacts for the most frequent items (at most ``max_items``) and an ONNX ranker."""
+    from jobs.ranker.artifacts import write_torch_model
     from jobs.ranker.export import export_onnx, random_model
 
     item_counts = Counter(e.item_id for e in events)
@@ -130,7 +131,7 @@ def build_world(
         num_items=artifacts.vocab.num_items, num_categories=artifacts.vocab.num_categories, dim=32
     )
     export_onnx(model, model_dir / "model.onnx")
-    model.config.save(model_dir / "model_config.json")
+    write_torch_model(model_dir, model)  # what ranker_torch serves, published with the rest
     manifest = {"served_variant": "fp32", "served_file": "model.onnx", "seq_len": 50,
                 "created_at": "test"}  # fmt: skip
     (model_dir / "manifest.json").write_text(json.dumps(manifest))

@@ -36,6 +36,7 @@ ARTIFACTS = (
     "model.fp16.onnx",
     "model.pt",
     "model_config.json",
+    "network.py",
     "vocab.npz",
     "item_embeddings.npy",
     "item_categories.npy",
