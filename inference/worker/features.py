@@ -212,11 +212,14 @@ class FeatureReader:
         reads.rows(CATEGORY_TRENDS, category_ids)
         return reads.execute()[0]
 
-    def items(self, item_ids: Sequence[int]) -> tuple[list[Row | None], list[bool]]:
-        """The candidates' trend rows and whether each is out of stock."""
+    def items(
+        self, item_ids: Sequence[int], stock_of: Sequence[int] | None = None
+    ) -> tuple[list[Row | None], list[bool]]:
+        """The trend rows of ``item_ids``, and whether each of ``stock_of`` (default the
+        same items) is out of stock, in one round trip."""
         reads = PipelineReads(self.client, self.project)
         reads.rows(ITEM_TRENDS, item_ids)
-        reads.smismember(self.inventory_key, item_ids)
+        reads.smismember(self.inventory_key, item_ids if stock_of is None else stock_of)
         rows, out_of_stock = reads.execute()
         return rows, out_of_stock
 

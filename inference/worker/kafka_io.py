@@ -82,13 +82,21 @@ class RequestStream:
         window_s: float,
         keep_gathering: Callable[[], bool] = lambda: False,
     ) -> Polled:
-        """Up to ``max_records``, gathered for ``window_s`` after the first arrives, and
-        longer while ``keep_gathering()`` (the previous batch is still being scored:
-        waiting costs nothing then, and a bigger batch scores more cheaply per request)."""
+        """Up to ``max_records``: what is waiting now, without waiting for more unless told.
+
+        Adaptive batching: a request that finds the ranker idle leaves at once with
+        whatever arrived with it, so a quiet worker adds no batching delay. While
+        ``keep_gathering()`` (the previous batch is still being scored) the batch keeps
+        growing with the backlog, since waiting costs nothing then and a bigger batch
+        scores more cheaply per request. ``window_s`` > 0 adds a fixed wait after the
+        first request (fuller batches at low load, at the cost of that much latency).
+        """
         self._store_handed_offsets()
         messages = self.consumer.consume(max_records, timeout=0)
         if not messages:
             messages = self.consumer.consume(1, timeout=IDLE_WAIT_S)
+        if messages and len(messages) < max_records:
+            messages += self.consumer.consume(max_records - len(messages), timeout=0)
         deadline = time.monotonic() + window_s
         while messages and len(messages) < max_records:
             remaining = deadline - time.monotonic()

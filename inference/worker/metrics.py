@@ -78,6 +78,12 @@ class WorkerMetrics:
             ["view"],
             registry=r,
         )
+        self.shared_row_hits = Counter(
+            "streamrec_worker_shared_row_hits",
+            "Feature rows looked up and served from the shared-rows cache, by view.",
+            ["view"],
+            registry=r,
+        )
         self.batch_size = Histogram(
             "streamrec_worker_batch_size",
             "Requests per micro-batch.",

@@ -21,6 +21,7 @@ from inference.worker.artifacts import ModelArtifacts
 from inference.worker.features import (
     FeatureReader,
     ItemFeatures,
+    Row,
     UserFeatures,
     item_features,
     top_items,
@@ -41,6 +42,7 @@ from inference.worker.recall import (
 )
 from inference.worker.scoring import Breaker
 from inference.worker.settings import WorkerSettings
+from inference.worker.shared_rows import SharedRows
 from schemas.ranking import ITEM_DENSE_FEATURES
 from schemas.records import RecRequest, TriggerFeatures
 from schemas.windows import SEQUENCE_LIMIT
@@ -85,6 +87,9 @@ class BatchPreparer:
             artifacts.item_embeddings, artifacts.vocab.item_ids, artifacts.item_categories
         )
         self.redis_breaker = Breaker(settings.retry_after_ms / 1000)
+        shared_ttl_s = settings.shared_rows_ttl_ms / 1000
+        self.item_rows: SharedRows[int, ItemFeatures] = SharedRows(shared_ttl_s)
+        self.category_rows: SharedRows[int, Row | None] = SharedRows(shared_ttl_s)
         self._popular = list(artifacts.popular_items[: settings.popular_candidates])
 
     def prepare(self, requests: Sequence[RecRequest]) -> PreparedBatch:
@@ -173,12 +178,17 @@ class BatchPreparer:
     def _trends(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
         per_user = [recent_categories(u.categories) for u in users]
         wanted = sorted({c for cats in per_user for c in cats})
+        cached, missing = self.category_rows.split(wanted)
         try:
-            rows = self.reader.categories(wanted)
+            fetched = self.reader.categories(missing)
         except redis.RedisError as exc:
             self._redis_failed(exc)
             return None
-        self._count_lookups("category_trends", rows)
+        self.category_rows.put(zip(missing, fetched, strict=True))
+        cached.update(zip(missing, fetched, strict=True))
+        rows = [cached[c] for c in wanted]
+        self._count_shared("category_trends", len(wanted) - len(missing))
+        self._count_lookups("category_trends", fetched)
         tops = {c: top_items(row) for c, row in zip(wanted, rows, strict=True)}
         limit = self.settings.trend_candidates
         return [trend_items([tops[c] for c in cats], limit) for cats in per_user]
@@ -205,15 +215,21 @@ class BatchPreparer:
         ]
 
     def _items(self, wanted: list[int]) -> tuple[dict[int, ItemFeatures] | None, set[int]]:
+        """The candidates' item features (shared ones from the cache) and the out-of-stock
+        ones among them (always from Redis), in one round trip."""
+        items, missing = self.item_rows.split(wanted)
         try:
-            rows, stock = self.reader.items(wanted)
+            rows, stock = self.reader.items(missing, stock_of=wanted)
         except redis.RedisError as exc:
             self._redis_failed(exc)
             return None, set()
         self.redis_breaker.succeeded()
         self.metrics.up.labels("redis").set(1)
+        self._count_shared("item_trends", len(wanted) - len(missing))
         self._count_lookups("item_trends", rows)
-        items = {i: item_features(row) for i, row in zip(wanted, rows, strict=True)}
+        fetched = [(i, item_features(row)) for i, row in zip(missing, rows, strict=True)]
+        self.item_rows.put(fetched)
+        items.update(fetched)
         return items, {i for i, out in zip(wanted, stock, strict=True) if out}
 
     def _model_input(
@@ -252,6 +268,9 @@ class BatchPreparer:
         self.redis_breaker.failed()
         self.metrics.errors.labels("redis").inc()
         self.metrics.up.labels("redis").set(0)
+
+    def _count_shared(self, view: str, hits: int) -> None:
+        self.metrics.shared_row_hits.labels(view).inc(hits)
 
     def _count_lookups(self, view: str, rows: Sequence[object]) -> None:
         self.metrics.feature_lookups.labels(view).inc(len(rows))

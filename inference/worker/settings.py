@@ -68,8 +68,10 @@ class WorkerSettings(Settings):
         "triton", env="STREAMREC_WORKER_SCORER", help=f"one of {', '.join(SCORERS)}"
     )
     batch_size: int = setting(128, env="STREAMREC_WORKER_BATCH_SIZE", help="requests per batch")
+    # 0: a batch leaves as soon as the ranker is free (it grows only while the ranker is
+    # busy); > 0 waits that long after the first request for fuller batches.
     batch_timeout_ms: int = setting(
-        5, env="STREAMREC_WORKER_BATCH_TIMEOUT_MS", help="wait after a batch's first request"
+        0, env="STREAMREC_WORKER_BATCH_TIMEOUT_MS", help="extra wait after a batch's first request"
     )
     # Users per Triton request; a micro-batch is split into chunks sent concurrently.
     users_per_request: int = setting(
@@ -112,6 +114,12 @@ class WorkerSettings(Settings):
     max_candidates: int = setting(
         100, env="STREAMREC_WORKER_MAX_CANDIDATES", help="candidates ranked per user"
     )
+    # Item and category trend rows are shared by many requests: reused for this long, they
+    # make an answer's item features at most this much older than the store. User rows
+    # and stock are always read (inference/worker/shared_rows.py).
+    shared_rows_ttl_ms: int = setting(
+        500, env="STREAMREC_WORKER_SHARED_ROWS_TTL_MS", help="reuse item/category rows (0 = off)"
+    )
     # Read-your-writes: when a request's trigger event is not in the store yet, re-read
     # for at most this long (the whole batch waits), then fold the trigger in.
     fresh_wait_ms: int = setting(
@@ -147,7 +155,7 @@ class WorkerSettings(Settings):
 
     def __post_init__(self) -> None:
         positive = (
-            "batch_size", "batch_timeout_ms", "users_per_request", "max_inflight",
+            "batch_size", "users_per_request", "max_inflight",
             "triton_timeout_ms", "redis_timeout_ms", "max_candidates", "max_per_category",
         )  # fmt: skip
         for name in positive:
@@ -157,7 +165,12 @@ class WorkerSettings(Settings):
             raise SettingsError(f"{self.variable('deadline_ms')} must be >= 0 (0 = off)")
         if self.fresh_wait_ms < 0:
             raise SettingsError(f"{self.variable('fresh_wait_ms')} must be >= 0")
-        for name in ("covisit_candidates", "covisit_clicks"):
+        for name in (
+            "batch_timeout_ms",
+            "shared_rows_ttl_ms",
+            "covisit_candidates",
+            "covisit_clicks",
+        ):
             if (value := getattr(self, name)) < 0:
                 raise SettingsError(f"{self.variable(name)} must be >= 0 (0 = off), got {value}")
         unknown = self.excluded_behaviors - set(BEHAVIORS)

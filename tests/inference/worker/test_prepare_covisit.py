@@ -57,10 +57,13 @@ class MemoryReader:
             raise redis.ConnectionError("Connection refused")
         return [self.neighbour_lists.get(i, [])[:per_item] for i in ids]
 
-    def items(self, ids: Sequence[int]) -> tuple[list[Row | None], list[bool]]:
+    def items(
+        self, ids: Sequence[int], stock_of: Sequence[int] | None = None
+    ) -> tuple[list[Row | None], list[bool]]:
         self.calls.append("items")
         trends: Row = {"category_id": UNSEEN_CATEGORY, "pv": 4, "cart": 1, "fav": 0, "buy": 0}
-        return [trends if i == UNSEEN else None for i in ids], [False for _ in ids]
+        stock_ids = ids if stock_of is None else stock_of
+        return [trends if i == UNSEEN else None for i in ids], [False for _ in stock_ids]
 
 
 def preparer(tmp_path: Path, reader: MemoryReader, **settings: Any) -> BatchPreparer:
