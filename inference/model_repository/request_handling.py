@@ -13,6 +13,7 @@ failed run answers its requests with an error and leaves the instance serving.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -136,6 +137,25 @@ def responses(outcomes: Sequence[Scores | str], pb_utils: Any) -> list[Any]:
     return [
         pb_utils.InferenceResponse(output_tensors=[], error=pb_utils.TritonError(outcome))
         if isinstance(outcome, str)
-        else pb_utils.InferenceResponse([pb_utils.Tensor.from_dlpack(OUTPUT_NAME, outcome)])
+        else pb_utils.InferenceResponse([dlpack_output(outcome, pb_utils)])
         for outcome in outcomes
     ]
+
+
+# The stub marks a DLPack capsule it consumed "used_dlpack", where the DLPack protocol
+# (and numpy's capsule destructor) says "used_dltensor": numpy then takes the capsule
+# for unconsumed, fails to read it, and prints a traceback per response (thousands an
+# hour, each in the response's time). Renamed after the stub took it, the capsule is
+# released quietly; the stub frees the tensor itself.
+_CONSUMED = ctypes.c_char_p(b"used_dltensor")  # module-level: capsules keep the pointer
+_set_capsule_name = ctypes.pythonapi.PyCapsule_SetName
+_set_capsule_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_set_capsule_name.restype = ctypes.c_int
+
+
+def dlpack_output(scores: Any, pb_utils: Any) -> Any:
+    """The `scores` output tensor from a CPU array (numpy or torch) without a copy."""
+    capsule = scores.__dlpack__()
+    tensor = pb_utils.Tensor.from_dlpack(OUTPUT_NAME, capsule)
+    _set_capsule_name(capsule, _CONSUMED)
+    return tensor

@@ -122,3 +122,13 @@ def test_metrics_port_counts_successful_requests(triton: TritonServer, client: A
         infer(client, triton.model, _inputs(1, 3, seed=seed))
     # The session's other tests also use this server, so count the difference.
     assert successful_requests(triton) - before == 3
+
+
+@pytest.mark.parametrize("model", PYTHON_MODELS)
+def test_serving_prints_no_traceback(triton: TritonServer, client: Any, model: str) -> None:
+    """The stub renames a consumed DLPack capsule where numpy's destructor does not look:
+    unless request_handling renames it back, every response prints a traceback."""
+    for users in (1, 4):
+        infer(client, model, _inputs(users, 50, seed=users))
+    output = triton.log_path.with_name("triton.out").read_text(errors="replace")
+    assert "Traceback" not in output, output[-2000:]
