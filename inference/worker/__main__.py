@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 import sys
 from collections.abc import Sequence
 
+from inference.worker import heap
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.errors import WorkerError
 from inference.worker.metrics import WorkerMetrics, serve
@@ -52,6 +54,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WorkerError as exc:
         logger.error("%s", exc)
         return 2
+    # Everything long-lived is built: from here on the collector leaves it alone.
+    thresholds = heap.settle(settings.gc_young_threshold)
+    logger.info(
+        "garbage collector thresholds %s, %d objects frozen", thresholds, gc.get_freeze_count()
+    )
     logger.info("consuming %s as group %s", settings.requests_topic, settings.group_id)
     asyncio.run(_run(worker))
     return 0

@@ -120,6 +120,13 @@ class WorkerSettings(Settings):
     shared_rows_ttl_ms: int = setting(
         500, env="STREAMREC_WORKER_SHARED_ROWS_TTL_MS", help="reuse item/category rows (0 = off)"
     )
+    # Python's collector, frozen after start and collecting the young generation this
+    # rarely: full collections walking the heap were the worker's p99 (inference/worker/heap.py).
+    gc_young_threshold: int = setting(
+        50_000,
+        env="STREAMREC_WORKER_GC_YOUNG_THRESHOLD",
+        help="net allocations between young collections (0 = Python's defaults, no freeze)",
+    )
     # Read-your-writes: when a request's trigger event is not in the store yet, re-read
     # for at most this long (the whole batch waits), then fold the trigger in.
     fresh_wait_ms: int = setting(
@@ -168,6 +175,7 @@ class WorkerSettings(Settings):
         for name in (
             "batch_timeout_ms",
             "shared_rows_ttl_ms",
+            "gc_young_threshold",
             "covisit_candidates",
             "covisit_clicks",
         ):

@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import mmh3
-from feast.protos.feast.types.Value_pb2 import DoubleList, Int64List, StringList
-from feast.protos.feast.types.Value_pb2 import Value as ValueProto
 
 # No stubs for google.protobuf in this environment (types-protobuf would add them).
 from google.protobuf.timestamp_pb2 import Timestamp  # type: ignore[import-untyped]
 
+from schemas.online.feast_protos import DoubleList, Int64List, StringList, ValueProto
 from schemas.views import FeatureKind, ViewSpec
 
 ENTITY_KEY_SERIALIZATION_VERSION = 3
