@@ -14,6 +14,13 @@ often one click behind. The worker therefore
    (``fold_trigger``), or, with folding off, answers without it and flags the
    answer with :data:`TRIGGER_MISSING`.
 
+Waiting only pays while the store is milliseconds behind. When it is seconds
+behind (a feature path under load, a writer catching up), every batch would
+wait the whole ``fresh_wait_ms`` for nothing: :class:`WaitGate` stops waiting
+after ``fresh_wait_give_up`` batches in a row whose wait caught no trigger up,
+lets one batch wait again every :data:`PROBE_EVERY_S`, and reopens on the first
+wait that catches one up.
+
 Each answer says which of ``store``, ``folded`` or ``missing`` happened in its
 ``trigger_features`` field; requests without a trigger leave it absent.
 """
@@ -37,7 +44,43 @@ TRIGGER_MISSING = "features_behind_trigger"
 # the feature path's latency is tens of ms, so a few ms apart loses little.
 POLL_S = 0.002
 
+# While the gate is shut, one batch per this long waits again to see if the store caught up.
+PROBE_EVERY_S = 1.0
+
 UserReader = Callable[[Sequence[int]], tuple[list[Row | None], list[Row | None]]]
+
+
+class WaitGate:
+    """Whether a batch behind its triggers should wait for the store (see the module doc).
+
+    ``give_up_after`` 0 never shuts: every batch behind waits.
+    """
+
+    def __init__(
+        self,
+        give_up_after: int,
+        probe_every_s: float = PROBE_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.give_up_after = give_up_after
+        self.probe_every_s = probe_every_s
+        self._clock = clock
+        self._fruitless = 0
+        self._shut_until = 0.0
+
+    @property
+    def open(self) -> bool:
+        return self._clock() >= self._shut_until
+
+    def record(self, caught_up: int) -> None:
+        """After a batch waited: how many of its triggers reached the store meanwhile."""
+        if caught_up:
+            self._fruitless = 0
+            self._shut_until = 0.0
+            return
+        self._fruitless += 1
+        if self.give_up_after and self._fruitless >= self.give_up_after:
+            self._shut_until = self._clock() + self.probe_every_s
 
 
 def behind(

@@ -78,6 +78,13 @@ class WorkerMetrics:
             ["view"],
             registry=r,
         )
+        self.fresh_waits = Counter(
+            "streamrec_worker_fresh_waits",
+            "Batches behind their triggers: waits that caught one up, fruitless waits, and "
+            "batches that skipped the wait while fruitless waits had shut it.",
+            ["outcome"],
+            registry=r,
+        )
         self.shared_row_hits = Counter(
             "streamrec_worker_shared_row_hits",
             "Feature rows looked up and served from the shared-rows cache, by view.",

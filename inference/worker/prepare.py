@@ -27,7 +27,13 @@ from inference.worker.features import (
     top_items,
     user_features,
 )
-from inference.worker.freshness import TRIGGER_MISSING, wait_for_triggers, with_triggers
+from inference.worker.freshness import (
+    TRIGGER_MISSING,
+    WaitGate,
+    behind,
+    wait_for_triggers,
+    with_triggers,
+)
 from inference.worker.inputs import UserInput
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.recall import (
@@ -91,6 +97,7 @@ class BatchPreparer:
         self.item_rows: SharedRows[int, ItemFeatures] = SharedRows(shared_ttl_s)
         self.category_rows: SharedRows[int, Row | None] = SharedRows(shared_ttl_s)
         self._popular = list(artifacts.popular_items[: settings.popular_candidates])
+        self.fresh_gate = WaitGate(settings.fresh_wait_give_up)
 
     def prepare(self, requests: Sequence[RecRequest]) -> PreparedBatch:
         timings: dict[str, float] = {}
@@ -152,8 +159,7 @@ class BatchPreparer:
                 recent, window = self.reader.users(ids)
                 self._count_lookups("user_recent_clicks", recent)
                 self._count_lookups("user_click_window", window)
-                wait_s = self.settings.fresh_wait_ms / 1000
-                lacking = wait_for_triggers(self.reader.users, requests, recent, window, wait_s)
+                lacking = self._wait_for_triggers(requests, recent, window)
                 excluded = self.settings.excluded_behaviors
                 users = [
                     user_features(i, r, w, excluded)
@@ -174,6 +180,26 @@ class BatchPreparer:
             if outcome is not None:
                 self.metrics.trigger_features.labels(outcome).inc()
         return users, outcomes, read_ok
+
+    def _wait_for_triggers(
+        self,
+        requests: Sequence[RecRequest],
+        recent: list[Row | None],
+        window: list[Row | None],
+    ) -> list[int]:
+        """Positions still behind their trigger after waiting, if the gate lets the batch wait."""
+        first = behind(requests, recent, window)
+        if not first or not self.settings.fresh_wait_ms:
+            return first
+        if not self.fresh_gate.open:
+            self.metrics.fresh_waits.labels("skipped").inc()
+            return first
+        wait_s = self.settings.fresh_wait_ms / 1000
+        lacking = wait_for_triggers(self.reader.users, requests, recent, window, wait_s)
+        caught_up = len(first) - len(lacking)
+        self.fresh_gate.record(caught_up)
+        self.metrics.fresh_waits.labels("caught_up" if caught_up else "fruitless").inc()
+        return lacking
 
     def _trends(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
         per_user = [recent_categories(u.categories) for u in users]

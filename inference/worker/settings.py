@@ -132,6 +132,13 @@ class WorkerSettings(Settings):
     fresh_wait_ms: int = setting(
         10, env="STREAMREC_WORKER_FRESH_WAIT_MS", help="wait for the trigger to reach the store"
     )
+    # When this many batches in a row waited and caught no trigger up, the store is seconds
+    # behind: batches stop waiting, one a second probes (inference/worker/freshness.py).
+    fresh_wait_give_up: int = setting(
+        20,
+        env="STREAMREC_WORKER_FRESH_WAIT_GIVE_UP",
+        help="fruitless waits in a row before batches stop waiting (0 = always wait)",
+    )
     fold_trigger: bool = setting(
         True,
         env="STREAMREC_WORKER_FOLD_TRIGGER",
@@ -176,6 +183,7 @@ class WorkerSettings(Settings):
             "batch_timeout_ms",
             "shared_rows_ttl_ms",
             "gc_young_threshold",
+            "fresh_wait_give_up",
             "covisit_candidates",
             "covisit_clicks",
         ):

@@ -36,8 +36,9 @@ from schemas.windows import WINDOW_MS
 M = TypeVar("M")
 NEIGHBOURS = 100
 TTL_S = 2 * 24 * 3600  # as long as the trends views keep their rows
-# Visits per script call: one call runs atomically and blocks Redis meanwhile.
-VISITS_PER_CALL = 250
+# Visits per script call: one call runs atomically and blocks Redis meanwhile (kept as
+# short as the row writes', schemas/online/redis_store.ROWS_PER_CALL).
+VISITS_PER_CALL = 50
 
 # ARGV: neighbours kept, set TTL (s), guard TTL (ms); then per visit: ts, item,
 # n, the n earlier items. KEYS per visit: the user's guard, the item's set, the

@@ -22,6 +22,9 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "partitioner": "murmur2_random",
 }
 
+# Recommendation requests are latency-bound, not throughput-bound: sent at once.
+REQUEST_PRODUCER: dict[str, Any] = {"linger.ms": 0}
+
 
 @dataclass
 class DeliveryStats:
@@ -33,6 +36,15 @@ class DeliveryStats:
     @property
     def pending(self) -> int:
         return self.sent - self.delivered - self.failed
+
+    def plus(self, other: DeliveryStats) -> DeliveryStats:
+        """Both producers' counts together (the first five errors kept)."""
+        return DeliveryStats(
+            self.sent + other.sent,
+            self.delivered + other.delivered,
+            self.failed + other.failed,
+            (self.errors + other.errors)[:5],
+        )
 
 
 class KeyedProducer:

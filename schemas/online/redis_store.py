@@ -77,9 +77,11 @@ for k = 1, #KEYS do
 end
 return written
 """
-# Rows per script call: one call runs atomically and blocks Redis meanwhile, so a
-# chunk is kept to about a millisecond of server time.
-ROWS_PER_CALL = 250
+# Rows per script call: one call runs atomically and blocks every other client of Redis
+# meanwhile (the worker's reads among them). At 250 rows a call took 12-16 ms, up to 125,
+# on the demo's shared cores (SLOWLOG), and the worker's p99 waited behind it; 50 rows
+# keep a call to a few milliseconds even there.
+ROWS_PER_CALL = 50
 
 
 @dataclass(frozen=True)

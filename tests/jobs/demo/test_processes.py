@@ -1,0 +1,38 @@
+"""The demo's parts: the feature path starts at a lower CPU priority than the request path."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from jobs.demo.loop import FEATURE_PATH_NICENESS, feature_job_part, writer_part
+from jobs.demo.processes import Part
+
+
+def test_the_feature_path_parts_are_niced_and_a_plain_part_is_not(tmp_path: Path) -> None:
+    for part in (feature_job_part("e", "c", "g", tmp_path), writer_part("c", "g", tmp_path)):
+        assert Path(part.argv[0]).name == "nice"
+        assert part.argv[1:3] == ["-n", str(FEATURE_PATH_NICENESS)]
+        assert part.argv[3:5] == [sys.executable, "-m"]
+    assert Part("p", "json.tool", [], tmp_path).argv[0] == sys.executable
+
+
+def test_a_niced_part_runs_at_that_niceness(tmp_path: Path) -> None:
+    part = Part("sleeper", "http.server", ["--bind", "127.0.0.1", "0"], tmp_path, niceness=7)
+    part.start(os.environ)
+    try:
+        assert part.pid is not None
+        deadline = time.monotonic() + 10
+        # nice's own command line names the module too: wait for the exec into python.
+        while time.monotonic() < deadline and not _cmdline(part.pid).startswith(sys.executable):
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, part.pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+        assert part.alive
+    finally:
+        part.stop()
+
+
+def _cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
