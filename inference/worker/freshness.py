@@ -104,13 +104,16 @@ def wait_for_triggers(
     wait_s: float,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    pending: list[int] | None = None,
 ) -> list[int]:
     """Re-read the users behind their trigger until none is, or ``wait_s`` has passed.
 
+    ``pending``: the positions already found behind, when the caller has them.
     Updates ``recent`` and ``window`` in place; returns the positions still behind.
     A Redis error propagates: the caller's fallback handles it like any other read.
     """
-    pending = behind(requests, recent, window)
+    if pending is None:
+        pending = behind(requests, recent, window)
     deadline = clock() + wait_s
     while pending and clock() < deadline:
         sleep(min(POLL_S, max(0.0, deadline - clock())))

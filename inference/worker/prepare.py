@@ -195,7 +195,9 @@ class BatchPreparer:
             self.metrics.fresh_waits.labels("skipped").inc()
             return first
         wait_s = self.settings.fresh_wait_ms / 1000
-        lacking = wait_for_triggers(self.reader.users, requests, recent, window, wait_s)
+        lacking = wait_for_triggers(
+            self.reader.users, requests, recent, window, wait_s, pending=first
+        )
         caught_up = len(first) - len(lacking)
         self.fresh_gate.record(caught_up)
         self.metrics.fresh_waits.labels("caught_up" if caught_up else "fruitless").inc()
@@ -210,8 +212,7 @@ class BatchPreparer:
         except redis.RedisError as exc:
             self._redis_failed(exc)
             return None
-        self.category_rows.put(zip(missing, fetched, strict=True))
-        cached.update(zip(missing, fetched, strict=True))
+        self.category_rows.fill(cached, missing, fetched)
         rows = [cached[c] for c in wanted]
         self._count_shared("category_trends", len(wanted) - len(missing))
         self._count_lookups("category_trends", fetched)
@@ -253,9 +254,7 @@ class BatchPreparer:
         self.metrics.up.labels("redis").set(1)
         self._count_shared("item_trends", len(wanted) - len(missing))
         self._count_lookups("item_trends", rows)
-        fetched = [(i, item_features(row)) for i, row in zip(missing, rows, strict=True)]
-        self.item_rows.put(fetched)
-        items.update(fetched)
+        self.item_rows.fill(items, missing, [item_features(row) for row in rows])
         return items, {i for i, out in zip(wanted, stock, strict=True) if out}
 
     def _model_input(

@@ -57,6 +57,13 @@ class SharedRows(Generic[K, V]):
         self.misses += len(missing)
         return found, missing
 
+    def fill(self, found: dict[K, V], keys: Sequence[K], values: Sequence[V]) -> None:
+        """Keep ``values`` read for the ``keys`` :meth:`split` said were missing, and add
+        them to ``found``."""
+        pairs = list(zip(keys, values, strict=True))
+        self.put(pairs)
+        found.update(pairs)
+
     def put(self, pairs: Iterable[tuple[K, V]]) -> None:
         if self.ttl_s <= 0:
             return

@@ -270,7 +270,6 @@ class TritonPythonModel:
         )
 
     def execute(self, requests: list[Any]) -> list[Any]:
-        import torch
         from torch.utils.dlpack import from_dlpack
 
         inputs = [
@@ -282,11 +281,7 @@ class TritonPythonModel:
             for request in requests
         ]
         outcomes = handling.answer(inputs, self.scorer.limits, self.scorer.run)
-        # Scores leave as torch views of the numpy blocks: the stub exports a numpy
-        # array too, but only after a failed first try that prints a traceback per
-        # response (seen with numpy 2); a torch tensor goes through at once.
-        as_torch = [o if isinstance(o, str) else torch.from_numpy(o) for o in outcomes]
-        answers: list[Any] = handling.responses(as_torch, pb_utils)
+        answers: list[Any] = handling.responses(outcomes, pb_utils)
         return answers
 
     def finalize(self) -> None:
