@@ -83,6 +83,10 @@ class RecordCodec(Generic[T]):
             raise SchemaViolation(f"{self.name}: {exc}") from None
         except msgspec.DecodeError as exc:
             raise MalformedRecord(f"not valid JSON: {exc}") from None
+        except RecursionError:
+            # Nesting deeper than the interpreter's recursion limit (a few kilobytes of
+            # brackets in an unknown field): bad input, not a reason to crash-loop.
+            raise MalformedRecord(f"{self.name}: JSON nested too deeply to decode") from None
         for check in self.checks:
             if (problem := check(record)) is not None:
                 raise SchemaViolation(f"{self.name}: {problem}")

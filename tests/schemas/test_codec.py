@@ -116,3 +116,16 @@ def test_refuses_a_trigger_of_another_user_or_from_the_future() -> None:
         codec.decode(request_with_trigger(ts=NOW_MS + 86_400_000))
     with pytest.raises(SchemaViolation, match="behavior"):
         codec.decode(request_with_trigger(behavior="click"))
+
+
+@pytest.mark.parametrize("depth", [2_000, 30_000])
+def test_deep_nesting_in_an_unknown_field_is_malformed_not_a_crash(depth: int) -> None:
+    # 2,000 arrays fit in a 4 KiB request: msgspec raises RecursionError, which would
+    # escape every consumer loop and crash-loop it on the same uncommitted record.
+    nested = b"[" * depth + b"]" * depth
+    request = b'{"request_id":"r","user_id":1,"ts":1511544070000,"extra":' + nested + b"}"
+    with pytest.raises(MalformedRecord, match="nested too deeply"):
+        request_codec(clock=lambda: NOW_MS).decode(request)
+    event = raw()[:-1] + b',"extra":' + nested + b"}"
+    with pytest.raises(MalformedRecord, match="nested too deeply"):
+        RecordCodec(BehaviorEvent, max_bytes=1 << 20).decode(event)
