@@ -13,11 +13,13 @@ the trends, reads the co-visitation sets of the users' last clicks
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from schemas.online.covisit import Neighbours, read_neighbours
 from schemas.online.redis_store import decode_reply, queue_row_reads
@@ -28,6 +30,7 @@ from schemas.views import (
     ITEM_TRENDS,
     USER_CLICK_WINDOW,
     USER_RECENT_CLICKS,
+    FeatureKind,
     ViewSpec,
 )
 
@@ -37,14 +40,73 @@ TIMESTAMP = "_event_ms"
 # items stay: re-visits are common, and on the replayed Taobao day leaving them out cut
 # hit@10 from 0.28 to 0.11 (make eval-online, tests/benchmarks/README.md).
 EXCLUDED_BEHAVIORS = frozenset({"buy"})
+# What a stored value of each kind decodes to; a foreign value that parses as another kind
+# would otherwise surface later as a crash far from its row.
+_PYTHON_TYPE: dict[FeatureKind, type] = {
+    FeatureKind.INT64: int,
+    FeatureKind.DOUBLE: float,
+    FeatureKind.STRING: str,
+    FeatureKind.INT64_LIST: int,
+    FeatureKind.DOUBLE_LIST: float,
+    FeatureKind.STRING_LIST: str,
+}
+_LISTS = frozenset({FeatureKind.INT64_LIST, FeatureKind.DOUBLE_LIST, FeatureKind.STRING_LIST})
+# Errors of bytes that are not a stored row of this project (another writer, a corrupted
+# value): the row is unreadable, the batch is not.
+UNREADABLE_ERRORS = (DecodeError, ValueError, TypeError, OverflowError)
+UnreadableHandler = Callable[[str, Exception], None]
+
+
+def ignore_unreadable(view: str, error: Exception) -> None:
+    """The default :data:`UnreadableHandler`: the row just reads as absent."""
+
+
+@functools.cache
+def _kinds(spec: ViewSpec) -> dict[str, FeatureKind]:
+    return {feature.name: feature.kind for feature in spec.features}
+
+
+def kind_problem(spec: ViewSpec, row: Row) -> str | None:
+    """What in a decoded row is not of its feature's kind, or None (pure)."""
+    kinds = _kinds(spec)
+    for name, value in row.items():
+        kind = kinds.get(name)
+        if value is None or kind is None:
+            continue
+        expected = _PYTHON_TYPE[kind]
+        if kind in _LISTS:
+            if not isinstance(value, list) or not all(isinstance(v, expected) for v in value):
+                return f"{name} is not a list of {expected.__name__}"
+        elif not isinstance(value, expected):
+            return f"{name} is {type(value).__name__}, not {expected.__name__}"
+    return None
+
+
+def decode_checked(spec: ViewSpec, names: Sequence[str], reply: list[bytes | None]) -> Row | None:
+    """One HMGET reply as a row, raising one of :data:`UNREADABLE_ERRORS` for foreign bytes."""
+    row = decode_reply(spec, names, reply, TIMESTAMP)
+    if row is not None and (problem := kind_problem(spec, row)) is not None:
+        raise TypeError(problem)
+    return row
 
 
 class PipelineReads:
-    """Queue HMGETs of several views' rows, run them in one pipeline, decode like Feast."""
+    """Queue HMGETs of several views' rows, run them in one pipeline, decode like Feast.
 
-    def __init__(self, client: redis.Redis, project: str) -> None:
+    A row whose bytes do not decode as its view's features reads as absent and is
+    reported to ``on_unreadable`` (view name, error): one foreign value must not take
+    every request of its user or item down with it.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        project: str,
+        on_unreadable: UnreadableHandler = ignore_unreadable,
+    ) -> None:
         self._pipe = client.pipeline(transaction=False)
         self._project = project
+        self._on_unreadable = on_unreadable
         self._queued: list[tuple[ViewSpec, list[str], int]] = []
 
     def rows(self, spec: ViewSpec, entity_ids: Sequence[int]) -> int:
@@ -77,9 +139,16 @@ class PipelineReads:
                 at += 1
                 continue
             batch = replies[at : at + count]
-            out.append([decode_reply(spec, names, reply, TIMESTAMP) for reply in batch])
+            out.append([self._decode(spec, names, reply) for reply in batch])
             at += count
         return out
+
+    def _decode(self, spec: ViewSpec, names: list[str], reply: list[bytes | None]) -> Row | None:
+        try:
+            return decode_checked(spec, names, reply)
+        except UNREADABLE_ERRORS as exc:
+            self._on_unreadable(spec.name, exc)
+            return None
 
 
 @dataclass(frozen=True)
@@ -191,15 +260,26 @@ def top_items(row: Row | None) -> list[int]:
 
 
 class FeatureReader:
-    """The three round trips of a batch, against one Redis."""
+    """The three round trips of a batch, against one Redis (unreadable rows: see
+    :class:`PipelineReads`)."""
 
-    def __init__(self, client: redis.Redis, project: str, inventory_key: str) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        project: str,
+        inventory_key: str,
+        on_unreadable: UnreadableHandler = ignore_unreadable,
+    ) -> None:
         self.client = client
         self.project = project
         self.inventory_key = inventory_key
+        self.on_unreadable = on_unreadable
+
+    def _reads(self) -> PipelineReads:
+        return PipelineReads(self.client, self.project, self.on_unreadable)
 
     def users(self, user_ids: Sequence[int]) -> tuple[list[Row | None], list[Row | None]]:
-        reads = PipelineReads(self.client, self.project)
+        reads = self._reads()
         reads.rows(USER_RECENT_CLICKS, user_ids)
         reads.rows(USER_CLICK_WINDOW, user_ids)
         recent, window = reads.execute()
@@ -208,7 +288,7 @@ class FeatureReader:
     def categories(self, category_ids: Sequence[int]) -> list[Row | None]:
         if not category_ids:
             return []
-        reads = PipelineReads(self.client, self.project)
+        reads = self._reads()
         reads.rows(CATEGORY_TRENDS, category_ids)
         return reads.execute()[0]
 
@@ -217,7 +297,7 @@ class FeatureReader:
     ) -> tuple[list[Row | None], list[bool]]:
         """The trend rows of ``item_ids``, and whether each of ``stock_of`` (default the
         same items) is out of stock, in one round trip."""
-        reads = PipelineReads(self.client, self.project)
+        reads = self._reads()
         reads.rows(ITEM_TRENDS, item_ids)
         reads.smismember(self.inventory_key, item_ids if stock_of is None else stock_of)
         rows, out_of_stock = reads.execute()

@@ -78,6 +78,13 @@ class WorkerMetrics:
             ["view"],
             registry=r,
         )
+        self.unreadable_rows = Counter(
+            "streamrec_worker_unreadable_rows",
+            "Feature rows whose stored bytes did not decode as their view's features (read "
+            "as absent), by view.",
+            ["view"],
+            registry=r,
+        )
         self.fresh_waits = Counter(
             "streamrec_worker_fresh_waits",
             "Batches behind their triggers: waits that caught one up, fruitless waits, and "

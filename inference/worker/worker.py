@@ -12,6 +12,7 @@ a rebalance never falls between a batch's output and its offsets.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import threading
 import time
@@ -76,8 +77,12 @@ class Worker:
         self.settings = settings
         self.metrics = metrics
         self.stats = Stats()
+        self._unreadable: collections.Counter[str] = collections.Counter()
         reader = FeatureReader(
-            redis_client(settings), settings.project, inventory_key(settings.project)
+            redis_client(settings),
+            settings.project,
+            inventory_key(settings.project),
+            on_unreadable=self._unreadable_row,
         )
         self.preparer = BatchPreparer(settings, artifacts, reader, metrics)
         self.stream = RequestStream(
@@ -158,6 +163,13 @@ class Worker:
         await asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
         self.metrics.stage_seconds.labels("produce").observe(time.perf_counter() - start)
         self._count(polled, recs)
+
+    def _unreadable_row(self, view: str, error: Exception) -> None:
+        self.metrics.unreadable_rows.labels(view).inc()
+        self._unreadable[view] += 1
+        seen = self._unreadable[view]
+        if seen & (seen - 1) == 0:  # the 1st, 2nd, 4th, 8th...: visible, never a flood
+            logger.warning("unreadable %s row read as absent (%d so far): %s", view, seen, error)
 
     def _count(self, polled: Polled, recs: list[Recommendation]) -> None:
         now = wall_clock_ms()

@@ -8,9 +8,11 @@ import pytest
 
 from inference.worker.features import TIMESTAMP, FeatureReader
 from inference.worker.inventory import inventory_key, mark
+from schemas.online.feast_format import field_hash, redis_key, ts_field
+from schemas.online.feast_protos import ValueProto
 from schemas.views import VIEWS
 from tests.feature_repo.applied import AppliedRepo
-from tests.inference.worker.world import World, changelog, write_features
+from tests.inference.worker.world import World, changelog, plant_bytes, write_features
 
 pytestmark = pytest.mark.integration
 
@@ -57,3 +59,48 @@ def test_inventory_set_marks_items_out_of_stock(feast_repo: AppliedRepo) -> None
     _, stock = reader.items([10, 11, 12])
     assert stock == [False, True, False]
     assert reader.items([]) == ([], [])
+
+
+def test_foreign_bytes_in_a_row_read_as_absent_and_are_reported(
+    feast_repo: AppliedRepo, world: World
+) -> None:
+    write_features(feast_repo.client, feast_repo.project, changelog(world.events))
+    unreadable: list[tuple[str, Exception]] = []
+    reader = FeatureReader(
+        feast_repo.client,
+        feast_repo.project,
+        inventory_key(feast_repo.project),
+        on_unreadable=lambda view, error: unreadable.append((view, error)),
+    )
+    users = world.users[:3]
+    items = sorted({e.item_id for e in world.events})[:3]
+    recent = VIEWS["user_recent_clicks"]
+    trends = VIEWS["item_trends"]
+    client, project = feast_repo.client, feast_repo.project
+    # Not protobuf at all, in a user's sequence field.
+    plant_bytes(
+        client,
+        redis_key(recent.join_key, users[0], project),
+        field_hash(recent.name, "item_ids"),
+        b"\xff\xfe not a Value",
+    )
+    # A well-formed Value of the wrong kind (a string where an int64 count belongs).
+    plant_bytes(
+        client,
+        redis_key(trends.join_key, items[1], project),
+        field_hash(trends.name, "pv"),
+        ValueProto(string_val="seven").SerializeToString(),
+    )
+    # A stored event time that is not a Timestamp.
+    plant_bytes(
+        client, redis_key(recent.join_key, users[2], project), ts_field(recent.name), b"\x08"
+    )
+
+    recent_rows, _ = reader.users(users)
+    item_rows, _ = reader.items(items)
+
+    assert recent_rows[0] is None and recent_rows[2] is None and recent_rows[1] is not None
+    assert item_rows[1] is None and item_rows[0] is not None and item_rows[2] is not None
+    assert sorted(view for view, _ in unreadable) == [
+        "item_trends", "user_recent_clicks", "user_recent_clicks",
+    ]  # fmt: skip

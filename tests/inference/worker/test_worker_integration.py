@@ -11,11 +11,13 @@ from inference.worker.inventory import mark
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
+from schemas.online.feast_format import field_hash, redis_key
 from schemas.records import Recommendation, RecRequest
+from schemas.views import VIEWS
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
-from tests.inference.worker.world import World, requests_for, write_features
+from tests.inference.worker.world import World, plant_bytes, requests_for, write_features
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 UNKNOWN_USERS = [2**40 + i for i in range(10)]
@@ -112,7 +114,16 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
         dlq.close()
         assert sorted(letter.original for letter in letters) == sorted(bad)
         assert {letter.error_kind for letter in letters} == {"malformed", "schema"}
+
+        # Foreign bytes in a stored row: that row reads as absent, the user is answered.
+        corrupt, recent = world.users[1], VIEWS["user_recent_clicks"]
+        key = redis_key(recent.join_key, corrupt, world_project)
+        plant_bytes(redis_client, key, field_hash(recent.name, "item_ids"), b"\xff not a Value")
+        odd = ask(kafka, topics, reader, [RecRequest(request_id="after-corrupt", user_id=corrupt,
+                                                     ts=wall_clock_ms(), k=10)])  # fmt: skip
+        assert odd["after-corrupt"].items
         metrics = worker.metrics()
+        assert 'streamrec_worker_unreadable_rows_total{view="user_recent_clicks"} 1.0' in metrics
         for name in (
             'streamrec_worker_stage_seconds_bucket{le="0.001",stage="features"}',
             "streamrec_worker_end_to_end_seconds_count",

@@ -142,3 +142,8 @@ def requests_for(users: Sequence[int], prefix: str, k: int = 10) -> Iterator[Rec
     now = wall_clock_ms()
     for n, user in enumerate(users):
         yield RecRequest(request_id=f"{prefix}-{n}", user_id=user, ts=now, k=k)
+
+
+def plant_bytes(client: redis.Redis, key: bytes, field: bytes, value: bytes) -> None:
+    """Store raw bytes in a hash field, as a foreign writer would (the stubs admit only str)."""
+    client.hset(key, field, value)  # type: ignore[arg-type]
