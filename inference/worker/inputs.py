@@ -63,6 +63,18 @@ def assemble(users: Sequence[UserInput]) -> dict[str, npt.NDArray[np.generic]]:
     }
 
 
+def output_problem(scores: object, shape: tuple[int, ...]) -> str | None:
+    """Why a ranker's output cannot be the scores of a request of ``shape`` (users,
+    candidates), or None (pure). A model may be replaced by one that answers
+    anything: a wrong shape or dtype must not reach the post-processing."""
+    if not isinstance(scores, np.ndarray) or scores.dtype.kind != "f":
+        kind = getattr(scores, "dtype", type(scores).__name__)
+        return f"scores of type {kind}, not floating point"
+    if scores.shape != shape:
+        return f"scores of shape {list(scores.shape)} for a request of {list(shape)}"
+    return None
+
+
 def split_scores(scores: npt.NDArray[np.float32], counts: Sequence[int]) -> list[list[float]]:
     """Each user's scores without the padding."""
     return [scores[row, :n].astype(float).tolist() for row, n in enumerate(counts)]

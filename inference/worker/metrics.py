@@ -11,7 +11,10 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 STAGES = ("poll", "decode", "features", "recall", "rank", "postprocess", "produce", "commit")
-FALLBACK_REASONS = ("triton_unavailable", "triton_timeout", "redis_unavailable", "no_candidates")
+FALLBACK_REASONS = (
+    "triton_unavailable", "triton_timeout", "ranker_bad_output", "redis_unavailable",
+    "no_candidates", "deadline_exceeded",
+)  # fmt: skip
 
 # Sub-millisecond to multi-second: a stage is about 1 ms, a timed-out call is seconds.
 LATENCY_BUCKETS = (

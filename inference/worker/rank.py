@@ -12,21 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
 
 from inference.worker.deadline import DEADLINE_EXCEEDED
 from inference.worker.errors import RankerTimeout, RankerUnavailable
-from inference.worker.inputs import assemble, chunks, split_scores
+from inference.worker.inputs import assemble, chunks, output_problem, split_scores
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.postprocess import Scored, fallback_scores, finalize
 from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.scoring import Breaker, Scorer
+from schemas.ranking import CAND_ITEMS
 from schemas.records import Recommendation
 
 logger = logging.getLogger(__name__)
 FALLBACK_VERSION = "fallback:trend-popularity"
 TRITON_DOWN = "triton_unavailable"
 TRITON_TIMEOUT = "triton_timeout"
+# The ranker answered, but not with scores: a wrong shape or dtype (the whole chunk, and the
+# breaker opens as for an outage) or a NaN/inf score (that user only).
+BAD_OUTPUT = "ranker_bad_output"
 
 
 @dataclass
@@ -69,8 +74,9 @@ class Ranker:
         if not self.breaker.allows:
             return self._fallback(batch, reqs, TRITON_DOWN)
         self.metrics.inflight.inc()
+        inputs = assemble([r.model_input for r in reqs])
         try:
-            scores, version = await self.scorer.score(assemble([r.model_input for r in reqs]))
+            scores, version = await self.scorer.score(inputs)
         except RankerTimeout as exc:
             self._failed(exc)
             return self._fallback(batch, reqs, TRITON_TIMEOUT)
@@ -79,16 +85,32 @@ class Ranker:
             return self._fallback(batch, reqs, TRITON_DOWN)
         finally:
             self.metrics.inflight.dec()
+        if problem := output_problem(scores, inputs[CAND_ITEMS].shape):
+            self._failed(RankerUnavailable(f"{version} answered {problem}"), "ranker_output")
+            return self._fallback(batch, reqs, BAD_OUTPUT)
         self.breaker.succeeded()
         self.metrics.up.labels("triton").set(1)
         per_user = split_scores(scores, [len(r.candidates) for r in reqs])
-        return [Ranked(s, version, []) for s in per_user]
+        return [
+            Ranked(s, version, [])
+            if all(map(math.isfinite, s))
+            else self._non_finite(batch, req, version)
+            for req, s in zip(reqs, per_user, strict=True)
+        ]
 
-    def _failed(self, exc: Exception) -> None:
+    def _non_finite(self, batch: PreparedBatch, req: PreparedRequest, version: str) -> Ranked:
+        self.metrics.errors.labels("ranker_output").inc()
+        logger.warning(
+            "%s gave a non-finite score for request %s; it gets the fallback ranking",
+            version, req.request.request_id,
+        )  # fmt: skip
+        return self._fallback(batch, [req], BAD_OUTPUT)[0]
+
+    def _failed(self, exc: Exception, component: str = "triton") -> None:
         if self.breaker.allows:
             logger.warning("ranker failed (%s); fallback ranking until it answers again", exc)
         self.breaker.failed()
-        self.metrics.errors.labels("triton").inc()
+        self.metrics.errors.labels(component).inc()
         self.metrics.up.labels("triton").set(0)
 
     def _fallback(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +18,7 @@ from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.rank import FALLBACK_VERSION, Ranker, recommendations
 from inference.worker.recall import Candidate
 from inference.worker.scoring import Breaker, Inputs
+from schemas.codec import recommendation_codec
 from schemas.ranking import CAND_ITEMS
 from schemas.records import Recommendation, RecRequest
 
@@ -102,3 +105,54 @@ def test_late_requests_skip_the_ranker_and_are_answered_flagged() -> None:
     assert [r.degraded_reasons for r in recs] == [[], late, late, []]
     assert recs[1].model_version == FALLBACK_VERSION and recs[1].items  # answered, not dropped
     assert recs[0].model_version == recs[3].model_version == "ranker:3"
+
+
+class ScriptedScorer(FakeScorer):
+    """Answers each call with ``make(inputs)``: scores a broken model could return."""
+
+    def __init__(self, make: Callable[[Inputs], npt.NDArray[np.float32]]) -> None:
+        super().__init__()
+        self.make = make
+
+    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+        self.calls.append(len(inputs[CAND_ITEMS]))
+        return self.make(inputs), "ranker:3"
+
+
+def with_nan_for_first_user(inputs: Inputs) -> npt.NDArray[np.float32]:
+    scores = inputs[CAND_ITEMS].astype(np.float32) / 100
+    scores[0, 1] = np.nan
+    return scores
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda inputs: np.zeros((1, 3), np.float32),  # fewer users than asked for
+        lambda inputs: np.zeros((2, 2), np.float32),  # fewer candidates than sent
+        lambda inputs: np.zeros((6,), np.float32),  # flat
+        lambda inputs: np.zeros((2, 3), np.int64),  # not scores at all
+    ],
+)
+def test_a_wrongly_shaped_output_gives_flagged_fallbacks_not_a_crash(
+    make: Callable[[Inputs], npt.NDArray[np.float32]],
+) -> None:
+    scorer = ScriptedScorer(make)
+    recs = rank(scorer, batch(4))
+    assert scorer.calls == [2]  # the breaker opens: a broken model is kept out for a while
+    assert [r.degraded_reasons for r in recs] == [["ranker_bad_output"]] * 2 + [
+        ["triton_unavailable"]
+    ] * 2
+    assert all(r.model_version == FALLBACK_VERSION and r.items for r in recs)
+
+
+def test_a_non_finite_score_gives_that_user_the_fallback_and_keeps_the_others() -> None:
+    scorer = ScriptedScorer(with_nan_for_first_user)
+    recs = rank(scorer, batch(2))
+    assert recs[0].degraded_reasons == ["ranker_bad_output"]
+    assert recs[0].model_version == FALLBACK_VERSION
+    assert not recs[1].degraded and recs[1].model_version == "ranker:3"
+    # No NaN became a null score that readers of the topic could not decode.
+    for rec in recs:
+        encoded = json.loads(recommendation_codec().encode(rec))
+        assert all(isinstance(item["score"], float) for item in encoded["items"])
