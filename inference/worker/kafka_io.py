@@ -72,9 +72,14 @@ class RequestStream:
             config["enable.auto.offset.store"] = False
             config["auto.commit.interval.ms"] = AUTO_COMMIT_INTERVAL_MS
         self.consumer = Consumer(config)
-        self.consumer.subscribe([topic], on_assign=_log_assign, on_revoke=_log_revoke)
+        self.consumer.subscribe(
+            [topic], on_assign=_log_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
+        )
         self.codec = codec
         self._to_store: queue.SimpleQueue[dict[tuple[str, int], int]] = queue.SimpleQueue()
+        # Partitions taken away during the current poll (rebalance callbacks run inside
+        # consume(), on the polling thread).
+        self._revoked: set[tuple[str, int]] = set()
 
     def poll(
         self,
@@ -92,6 +97,7 @@ class RequestStream:
         first request (fuller batches at low load, at the cost of that much latency).
         """
         self._store_handed_offsets()
+        self._revoked.clear()
         messages = self.consumer.consume(max_records, timeout=0)
         if not messages:
             messages = self.consumer.consume(1, timeout=IDLE_WAIT_S)
@@ -105,6 +111,8 @@ class RequestStream:
                     break
                 remaining = GATHER_SLICE_S
             messages += self.consumer.consume(max_records - len(messages), timeout=remaining)
+        if self._revoked:
+            messages = self._without_revoked(messages)
         polled = Polled()
         for message in messages:
             error = message.error()
@@ -120,6 +128,36 @@ class RequestStream:
             except InvalidRecord as exc:
                 polled.refused.append((message, exc))
         return polled
+
+    def _without_revoked(self, messages: list[Any]) -> list[Any]:
+        """Drop what the batch gathered from partitions revoked meanwhile.
+
+        Their new owner reads them from the last commit. Kept, they would be answered
+        twice, and in exactly-once mode their offsets committed under this member's new
+        generation. A partition that came back within the gather is rewound to its first
+        dropped message (its position moved past it), so nothing is skipped either.
+        """
+        kept: list[Any] = []
+        rewind: dict[tuple[str, int], int] = {}
+        for message in messages:
+            where = (message.topic(), message.partition())
+            if where not in self._revoked:
+                kept.append(message)
+            elif message.error() is None:
+                rewind[where] = min(rewind.get(where, message.offset()), message.offset())
+        owned = {(p.topic, p.partition) for p in self.consumer.assignment()}
+        for (topic, partition), offset in rewind.items():
+            if (topic, partition) in owned:
+                self.consumer.seek(TopicPartition(topic, partition, offset))
+        logger.info(
+            "dropped %d gathered messages of revoked partitions %s",
+            len(messages) - len(kept), sorted(p for _, p in self._revoked),
+        )  # fmt: skip
+        return kept
+
+    def _on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        logger.info("revoked %s", [p.partition for p in partitions])
+        self._revoked.update((p.topic, p.partition) for p in partitions)
 
     def commit(self, offsets: dict[tuple[str, int], int]) -> None:
         """Hand exactly these offsets to the polling thread, which stores them for the next
@@ -152,10 +190,6 @@ def topic_partitions(offsets: dict[tuple[str, int], int]) -> list[TopicPartition
 
 def _log_assign(_consumer: Any, partitions: list[TopicPartition]) -> None:
     logger.info("assigned %s", [p.partition for p in partitions])
-
-
-def _log_revoke(_consumer: Any, partitions: list[TopicPartition]) -> None:
-    logger.info("revoked %s", [p.partition for p in partitions])
 
 
 class RecommendationSink:

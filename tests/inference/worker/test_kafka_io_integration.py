@@ -84,3 +84,75 @@ def test_a_busy_ranker_lets_the_batch_grow_with_the_backlog(
     finally:
         late.join()
     assert batch == ["now-0", "now-1", "now-2", "late-0", "late-1"]
+
+
+def _keep_producing(kafka: KafkaSettings, topic: str, stop: threading.Event) -> threading.Thread:
+    def run() -> None:
+        n = 0
+        while not stop.is_set():
+            produce(kafka, topic, _requests(f"steady{n}", 20))
+            n += 1
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+class SecondMember:
+    """A second stream of the group, joining a second after start and polling until stopped."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str, group: str) -> None:
+        self.stop = threading.Event()
+        self.joined_at: float | None = None
+        self._thread = threading.Thread(target=self._run, args=(kafka, topic, group))
+        self._thread.start()
+
+    def _run(self, kafka: KafkaSettings, topic: str, group: str) -> None:
+        time.sleep(1.0)
+        stream = RequestStream(kafka, topic, group, request_codec(), True)
+        while not self.stop.is_set():
+            stream.poll(10, 0.0)  # joins the group, then keeps its partitions
+            if self.joined_at is None and stream.consumer.assignment():
+                self.joined_at = time.monotonic()
+        stream.close()
+
+    def gathering(self, started: float) -> bool:
+        """Keep a batch gathering until a second after this member got partitions."""
+        if time.monotonic() - started > 40:
+            return False
+        return self.joined_at is None or time.monotonic() < self.joined_at + 1.0
+
+    def close(self) -> None:
+        self.stop.set()
+        self._thread.join()
+
+
+def test_messages_of_a_partition_revoked_while_gathering_leave_the_batch(
+    kafka: KafkaSettings,
+) -> None:
+    """Exactly-once: a batch must hold only partitions its consumer still owns when it is
+    delivered, or its offsets are committed under the new generation while the new owner
+    answers the same requests too."""
+    topics = WorkerTopics.create(kafka, partitions=4)
+    group = f"g-{topics.requests}"
+    first = RequestStream(kafka, topics.requests, group, request_codec(), True)
+    produce(kafka, topics.requests, _requests("warm", 40))
+    assert _first_batch(first, busy_for_s=0.0)
+    stop = threading.Event()
+    producing = _keep_producing(kafka, topics.requests, stop)
+    second = SecondMember(kafka, topics.requests, group)
+    try:
+        started = time.monotonic()
+        # The ranker "busy" across the rebalance: the batch gathers through it.
+        polled = first.poll(100_000, 0.0, lambda: second.gathering(started))
+        owned = {(p.topic, p.partition) for p in first.consumer.assignment()}
+        assert len(owned) < 4, "the second member never joined: nothing was revoked"
+        batch_partitions = {(m.topic(), m.partition()) for m, _ in polled.records}
+        assert set(polled.offsets) <= owned
+        assert batch_partitions <= owned
+    finally:
+        stop.set()
+        producing.join()
+        second.close()
+        first.close()
