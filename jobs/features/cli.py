@@ -10,8 +10,15 @@ Every setting flag defaults to its variable, shown in brackets (e.g.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
+
+from confluent_kafka.admin import (  # type: ignore[attr-defined]
+    AdminClient,
+    ConfigResource,
+    ResourceType,
+)
 
 from jobs.features.checkpoints import latest_checkpoint
 from jobs.features.functions_jar import functions_jar
@@ -66,6 +73,33 @@ def restore_path(args: argparse.Namespace, settings: FeatureJobSettings) -> str 
     return found.resolve().as_uri()
 
 
+def topic_message_limit(kafka: KafkaSettings, topic: str, timeout_s: float = 30.0) -> int:
+    """The largest message ``topic`` takes: its own ``max.message.bytes`` or the broker's."""
+    admin = AdminClient(kafka.client_config())
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = admin.describe_configs([resource])[resource].result(timeout=timeout_s)
+    return int(entries["max.message.bytes"].value)
+
+
+def fit_dead_letters_to_topic(
+    kafka: KafkaSettings, settings: FeatureJobSettings
+) -> FeatureJobSettings:
+    """Dead letters no larger than their topic takes (one it refused would fail the job).
+
+    The topic is created with ``dead_letter_max_bytes``, but one that already
+    existed keeps its own limit, which may be smaller (e.g. the broker's 1 MiB).
+    """
+    limit = topic_message_limit(kafka, settings.dead_letter_topic)
+    if limit >= settings.dead_letter_max_bytes:
+        return settings
+    print(
+        f"feature job: {settings.dead_letter_topic} takes at most {limit} bytes: "
+        "larger dead letters keep a prefix of the original",
+        file=sys.stderr,
+    )
+    return dataclasses.replace(settings, dead_letter_max_bytes=limit)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = settings_from(args, cache_dir())
@@ -82,9 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         kafka,
         [
             TopicSpec(settings.changelog_topic, CHANGELOG_PARTITIONS),
-            dead_letter_spec(settings.dead_letter_topic),
+            TopicSpec(
+                settings.dead_letter_topic,
+                dead_letter_spec(settings.dead_letter_topic).partitions,
+                {"max.message.bytes": str(settings.dead_letter_max_bytes)},
+            ),
         ],
     )
+    settings = fit_dead_letters_to_topic(kafka, settings)
     restore = restore_path(args, settings)
     shown = settings.describe() + (f", restoring {restore}" if restore else "")
     print(f"feature job: {shown}", file=sys.stderr)

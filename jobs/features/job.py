@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyflink.table import EnvironmentSettings, TableEnvironment
+from pyflink.datastream import StreamExecutionEnvironment
+from pyflink.table import EnvironmentSettings, StreamTableEnvironment
 
 from jobs.features.settings import FeatureJobSettings
-from jobs.features.sql import statements
+from jobs.features.sql import insert_statements, source_statements, view_statements
+from jobs.features.watermark import register_events_view
 
 
 def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
@@ -22,6 +24,9 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
         "execution.buffer-timeout.interval": f"{settings.buffer_timeout_ms} ms",
         "pipeline.jars": ";".join(path.resolve().as_uri() for path in settings.connector_jars),
     }
+    if settings.state_ttl_ms:
+        # Bounds the fresh view's per-user state; window aggregates ignore it.
+        config["table.exec.state.ttl"] = f"{settings.state_ttl_ms} ms"
     if settings.checkpoint_dir is not None:
         config |= {
             "execution.checkpointing.interval": f"{settings.checkpoint_interval_ms} ms",
@@ -35,16 +40,19 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
 
 def build(settings: FeatureJobSettings, restore_from: str | None = None) -> Any:
     """A TableEnvironment with every table and view registered and the inserts in one set."""
-    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+    stream_env = StreamExecutionEnvironment.get_execution_environment()
+    env = StreamTableEnvironment.create(stream_env, EnvironmentSettings.in_streaming_mode())
     config = env.get_config()
     for key, value in flink_config(settings).items():
         config.set(key, value)
     if restore_from:
         config.set("execution.state-recovery.path", restore_from)
-    ddl, inserts = statements(settings)
-    for statement in ddl:
+    for statement in source_statements(settings):
+        env.execute_sql(statement)
+    register_events_view(env)
+    for statement in view_statements(settings):
         env.execute_sql(statement)
     statement_set = env.create_statement_set()
-    for insert in inserts:
+    for insert in insert_statements(settings):
         statement_set.add_insert_sql(insert)
     return statement_set

@@ -9,11 +9,14 @@ from pathlib import Path
 
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
 from schemas.features import VIEW_TAGS
+from schemas.kafka import DEAD_LETTER_MAX_BYTES
 from schemas.settings import Settings, SettingsError, setting, variables
 from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
 from schemas.windows import SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
 
 ENV_PREFIX = "STREAMREC_FEATURES_"
+# Below this a dead letter keeps too little of the original to be worth having.
+MIN_DEAD_LETTER_BYTES = 128 * KIB
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,26 @@ class FeatureJobSettings(Settings):
     max_event_bytes: int = setting(
         KIB, env="STREAMREC_FEATURES_MAX_EVENT_BYTES", help="larger events are dead-lettered"
     )
+    # The dead-letter topic is created with this max.message.bytes; the CLI lowers
+    # it to the limit of a topic that already exists with a smaller one.
+    dead_letter_max_bytes: int = setting(
+        DEAD_LETTER_MAX_BYTES,
+        env="STREAMREC_FEATURES_DEAD_LETTER_MAX_BYTES",
+        help="largest dead letter; a bigger one keeps a marked prefix of the original",
+    )
     buffer_timeout_ms: int = setting(
         10,
         env="STREAMREC_FEATURES_BUFFER_TIMEOUT_MS",
         help="longest wait of a half-full network buffer (latency)",
+    )
+    # Only the fresh view keeps per-user state without end (its OVER window): the
+    # event-time windows drop theirs as the watermark passes. Longer than the
+    # 30-minute horizon (schemas.windows.HORIZON_MS) the writer cuts the fresh view
+    # to, so a user active within it keeps every event the row can show.
+    state_ttl_ms: int = setting(
+        6 * 3_600_000,
+        env="STREAMREC_FEATURES_STATE_TTL_MS",
+        help="the fresh view forgets a user idle this long, in processing time (0: never)",
     )
     checkpoint_dir: Path | None = setting(
         None, env="STREAMREC_FEATURES_CHECKPOINT_DIR", help="enables checkpoints, kept here"
@@ -105,12 +124,19 @@ class FeatureJobSettings(Settings):
     )
 
     def __post_init__(self) -> None:
+        if self.state_ttl_ms < 0:
+            raise SettingsError(f"{self.variable('state_ttl_ms')} must be 0 (off) or more")
         for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{self.variable(name)} must be at least 1")
         if self.window_ms % self.slide_ms:
             raise SettingsError(
                 f"window {self.window_ms} ms must be a whole number of slides ({self.slide_ms} ms)"
+            )
+        if self.dead_letter_max_bytes < MIN_DEAD_LETTER_BYTES:
+            raise SettingsError(
+                f"{self.variable('dead_letter_max_bytes')} must be at least "
+                f"{MIN_DEAD_LETTER_BYTES} (room for the error, key and some of the original)"
             )
         unknown = set(self.views) - set(VIEW_TAGS)
         if unknown:

@@ -19,6 +19,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from jobs.features.dead_letter_sql import dead_letter_insert, sink_options
 from jobs.features.settings import FeatureJobSettings
 from schemas.features import (
     ITEM_DIGITS,
@@ -33,11 +34,16 @@ from schemas.features import (
 )
 from schemas.records import BEHAVIORS as _BEHAVIORS
 
-_NOW_MS = "(UNIX_TIMESTAMP() * 1000)"
 FUNCTIONS = {
     "PARSE_BEHAVIOR_EVENT": "io.streamrec.flink.ParseBehaviorEvent",
     "EVENT_TIME": "io.streamrec.flink.EventTime",
 }
+
+
+# The source's events as the job's views read them: the columns of EVENT_COLUMNS,
+# the rowtime attribute and a proctime column.
+EVENTS_VIEW = "behavior_events"
+EVENT_COLUMNS = ("msg_key", "body", "src_topic", "src_partition", "src_offset", "rowtime")
 
 
 def function_ddl() -> list[str]:
@@ -104,13 +110,6 @@ def source_ddl(settings: FeatureJobSettings) -> str:
 )"""
 
 
-def byte_size(column: str) -> str:
-    """Exact byte length of a BYTES column (Flink SQL has no OCTET_LENGTH for BYTES)."""
-    b64 = f"TO_BASE64({column})"
-    padding = f"(CHAR_LENGTH({b64}) - CHAR_LENGTH(TRIM(TRAILING '=' FROM {b64})))"
-    return f"(CHAR_LENGTH({b64}) / 4 * 3 - {padding})"
-
-
 def classified_view(settings: FeatureJobSettings) -> str:
     """Every event with ``error_kind``/``error`` attached (NULL when it is good).
 
@@ -128,43 +127,18 @@ SELECT msg_key, body, src_topic, src_partition, src_offset, rowtime, proctime,
       || ' (allowed out-of-orderness {settings.out_of_orderness_ms} ms)'
     ELSE e.error END AS error
 FROM (
-  SELECT *, PARSE_BEHAVIOR_EVENT(body, {_limits(settings)}) AS e FROM behavior_source
+  SELECT *, PARSE_BEHAVIOR_EVENT(body, {_limits(settings)}) AS e FROM {EVENTS_VIEW}
 )"""
 
 
 def dead_letter_ddl(settings: FeatureJobSettings) -> str:
-    options = kafka_options(settings, settings.dead_letter_topic) | {
-        "key.format": "raw",
-        "key.fields": "msg_key",
-        "value.format": "raw",
-        "value.fields-include": "EXCEPT_KEY",
-        "sink.delivery-guarantee": "at-least-once",
-    }
+    options = kafka_options(settings, settings.dead_letter_topic) | sink_options(settings)
     return f"""CREATE TEMPORARY TABLE dead_letter_sink (
   msg_key BYTES,
   envelope STRING
 ) WITH (
   {with_options(options)}
 )"""
-
-
-def dead_letter_insert(settings: FeatureJobSettings) -> str:
-    """Refused events as :class:`schemas.records.DeadLetter` JSON, original bytes in base64."""
-    return f"""INSERT INTO dead_letter_sink
-SELECT msg_key, JSON_OBJECT(
-  'original' VALUE COALESCE(TO_BASE64(body), ''),
-  'original_size' VALUE COALESCE({byte_size("body")}, 0),
-  'key' VALUE TO_BASE64(msg_key),
-  'error' VALUE error,
-  'error_kind' VALUE error_kind,
-  'source_topic' VALUE src_topic,
-  'source_partition' VALUE src_partition,
-  'source_offset' VALUE src_offset,
-  'consumer' VALUE '{settings.group_id}',
-  'failed_at' VALUE {_NOW_MS}
-  NULL ON NULL)
-FROM behavior_classified
-WHERE error_kind IS NOT NULL"""
 
 
 def valid_view() -> str:
@@ -324,17 +298,35 @@ FROM TABLE(TUMBLE(TABLE item_windows, DESCRIPTOR(window_time), {interval(setting
 GROUP BY category_id, window_start, window_end"""
 
 
-def statements(settings: FeatureJobSettings) -> tuple[list[str], list[str]]:
-    """(DDL and views to execute first, INSERTs to run together as one job)."""
-    ddl = [
-        *function_ddl(),
-        source_ddl(settings),
+def events_query() -> str:
+    """What the job hands to its watermark floor (jobs/features/watermark.py)."""
+    return f"SELECT {', '.join(EVENT_COLUMNS)} FROM behavior_source"
+
+
+def plain_events_view() -> str:
+    """The events view in SQL alone, without the floor: for --explain and SQL clients."""
+    return f"""CREATE TEMPORARY VIEW {EVENTS_VIEW} AS
+SELECT {", ".join(EVENT_COLUMNS)}, proctime FROM behavior_source"""
+
+
+def source_statements(settings: FeatureJobSettings) -> list[str]:
+    """The functions and the source table: what precedes the events view."""
+    return [*function_ddl(), source_ddl(settings)]
+
+
+def view_statements(settings: FeatureJobSettings) -> list[str]:
+    """The views and sinks over the events view."""
+    return [
         classified_view(settings),
         valid_view(),
         item_window_view(settings),
         dead_letter_ddl(settings),
         *(changelog_ddl(settings, table, sink_columns(row)) for table, row in SINK_ROWS.items()),
     ]
+
+
+def insert_statements(settings: FeatureJobSettings) -> list[str]:
+    """The INSERTs to run together as one job: the dead letters and each chosen view."""
     views = {
         "user_recent": user_recent_insert(settings),
         "user_window": user_window_insert(settings),
@@ -342,5 +334,14 @@ def statements(settings: FeatureJobSettings) -> tuple[list[str], list[str]]:
         "category_window": category_window_insert(settings),
     }
     inserts = [dead_letter_insert(settings)]
-    inserts += [insert for view, insert in views.items() if view in settings.views]
-    return ddl, inserts
+    return inserts + [insert for view, insert in views.items() if view in settings.views]
+
+
+def statements(settings: FeatureJobSettings) -> tuple[list[str], list[str]]:
+    """(DDL and views to execute first, INSERTs) as plain SQL, the events view unfloored.
+
+    The job itself (:func:`jobs.features.job.build`) registers the events view
+    through the watermark floor instead of :func:`plain_events_view`.
+    """
+    ddl = [*source_statements(settings), plain_events_view(), *view_statements(settings)]
+    return ddl, insert_statements(settings)

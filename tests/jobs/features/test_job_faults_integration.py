@@ -184,3 +184,46 @@ def distinct_per_user(rows: Sequence[FeatureUpdate]) -> dict[int, list[bytes]]:
     for row in rows:
         per_user.setdefault(row.user_id, {})[msgspec.json.encode(row)] = None  # type: ignore[union-attr]
     return {user: list(seen) for user, seen in per_user.items()}
+
+
+def test_events_late_before_a_kill_stay_late_after_the_restore(
+    kafka: KafkaSettings, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    """Flink checkpoints no watermark; the job's floor operator keeps it, so nothing re-fires."""
+    topics = topics_for(topic_factory, partitions=1)
+    checkpoints = tmp_path / "checkpoints"
+    flags = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "500"]
+    before = [(1, 0.0, 10), (1, 10.0, 10), (2, 20.0, 12), (99, 40.0, 10)]
+    job = start(kafka, topics, flags)
+    producer = Producer(kafka.client_config())
+    try:
+        for user, minutes, item in before:
+            send(producer, topics.source, event(user, minutes, item), key=str(user).encode())
+        # The watermark (T+40m - 5 s) has fired user 1's window ending at T+35m.
+        wait_until(has_window(kafka, topics.changelog, 1, T + 35 * MIN), "the watermark")
+        wait_until(newest_checkpoint_after(checkpoints, time.time()), "a checkpoint after it")
+    finally:
+        kill(job)
+    late = [event(1, 1, item=11), event(3, 39)]  # behind T+40m - 5 s: late before the kill
+    after = [(3, 45.0, 10), (900, 24 * 60.0, 1)]  # in time, and a day later to fire the rest
+    for payload in late:
+        send(producer, topics.source, payload, key=b"1")
+    restored = start(kafka, topics, [*flags, "--restore-from", "latest"])
+    try:
+        for user, minutes, item in after:
+            send(producer, topics.source, event(user, minutes, item), key=str(user).encode())
+        good = [BehaviorEvent(u, i, 100, "pv", T + int(m * MIN)) for u, m, i in before + after]
+        expected = [w for w in user_windows(good, SPEC) if w.user_id < 900]
+        wait_until(
+            all_windows_fired(kafka, topics.changelog, {"user_window": expected}), "the windows"
+        )
+        rows = changelog(kafka, topics.changelog)["user_window"]
+        windows = [w for w in rows if w.user_id < 900]  # type: ignore[union-attr]
+        assert as_set(windows) == as_set(expected)  # no old window fired again for a late event
+        wait_until(lambda: len(read_all(kafka, topics.dead_letters)) >= len(late), "dlq", 30)
+    finally:
+        kill(restored)
+    letters = dead_letters(kafka, topics.dead_letters)
+    assert [(letter.original, letter.error_kind) for letter in letters] == [
+        (payload, "late") for payload in late
+    ]

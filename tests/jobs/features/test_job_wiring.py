@@ -35,6 +35,21 @@ def test_config_turns_checkpoints_on_only_with_a_folder(tmp_path: Path) -> None:
     )
 
 
+def test_config_bounds_the_fresh_views_state_with_the_ttl_setting() -> None:
+    default = FeatureJobSettings()
+    assert default.state_ttl_ms >= 30 * 60_000  # past the fresh view's horizon
+    assert flink_config(default)["table.exec.state.ttl"] == f"{default.state_ttl_ms} ms"
+    assert flink_config(FeatureJobSettings(state_ttl_ms=7_200_000))["table.exec.state.ttl"] == (
+        "7200000 ms"
+    )
+    assert "table.exec.state.ttl" not in flink_config(FeatureJobSettings(state_ttl_ms=0))
+
+
+def test_settings_read_the_ttl_from_the_environment() -> None:
+    env = {"STREAMREC_FEATURES_STATE_TTL_MS": "5000"}
+    assert FeatureJobSettings.load(env).state_ttl_ms == 5000
+
+
 @pytest.fixture(scope="module")
 def jars() -> tuple[Path, ...]:
     return kafka_connector_jar(cache_dir()), functions_jar(cache_dir())
@@ -60,3 +75,6 @@ def test_the_plan_writes_each_chosen_view_and_the_dead_letters(
     written = {line.split("table=[")[1].split("]")[0].rsplit(".", 1)[-1]
                for line in plan.splitlines() if "Sink(table=[" in line}  # fmt: skip
     assert written == {*sinks, "dead_letter_sink"}
+    # Every view reads the source through the watermark floor (a DataStream operator).
+    assert "anonymous_datastream_source" in plan and "SOURCE_WATERMARK()" in plan
+    assert "TableSourceScan(table=[[default_catalog" not in plan

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from jobs.features.checkpoints import latest_checkpoint
+from jobs.features.dead_letter_sql import RESERVE_BYTES, original_budget_chars, sink_options
 from jobs.features.functions_jar import source_digest
 from jobs.features.settings import FeatureJobSettings, env_overrides
-from jobs.features.sql import interval, statements
+from jobs.features.sql import EVENTS_VIEW, interval, statements
+from schemas.kafka import DEAD_LETTER_MAX_BYTES, dead_letter_spec
 
 
 def test_interval_literals_keep_milliseconds() -> None:
@@ -56,3 +58,42 @@ def test_function_jar_is_rebuilt_when_its_source_changes(tmp_path: Path) -> None
     before = source_digest(tmp_path)
     (tmp_path / "A.java").write_text("class A { int x; }")
     assert source_digest(tmp_path) != before
+
+
+def test_dead_letter_producer_takes_what_the_dead_letter_topic_takes() -> None:
+    """The producer's default max.request.size (1 MiB) refused dead letters of ~0.8 MiB events."""
+    topic_limit = dead_letter_spec("x.dlq").config["max.message.bytes"]
+    assert sink_options(FeatureJobSettings())["properties.max.request.size"] == topic_limit
+    assert topic_limit == str(DEAD_LETTER_MAX_BYTES)
+    options = sink_options(FeatureJobSettings(dead_letter_max_bytes=512 * 1024))
+    assert options["properties.max.request.size"] == str(512 * 1024)
+
+
+def test_original_budget_leaves_the_reserve_and_whole_base64_quads() -> None:
+    for limit in (128 * 1024, 512 * 1024 + 3, DEAD_LETTER_MAX_BYTES):
+        chars = original_budget_chars(limit)
+        assert chars % 4 == 0
+        assert limit - RESERVE_BYTES - 4 < chars <= limit - RESERVE_BYTES
+    # A 1 MiB event (1.4 MB in base64) fits whole under the default limit.
+    assert original_budget_chars(DEAD_LETTER_MAX_BYTES) > 4 * (1024 * 1024) // 3 + 4
+
+
+def test_dead_letter_insert_cuts_only_past_the_budget_and_says_so() -> None:
+    _, inserts = statements(FeatureJobSettings(dead_letter_max_bytes=256 * 1024))
+    chars = original_budget_chars(256 * 1024)
+    assert f"SUBSTRING(b64, 1, {chars})" in inserts[0]
+    assert f"first {chars // 4 * 3} of " in inserts[0]
+
+
+def test_settings_refuse_a_dead_letter_limit_with_no_room_and_a_negative_ttl() -> None:
+    with pytest.raises(ValueError, match="DEAD_LETTER_MAX_BYTES must be at least"):
+        FeatureJobSettings(dead_letter_max_bytes=64 * 1024)
+    with pytest.raises(ValueError, match="STATE_TTL_MS"):
+        FeatureJobSettings(state_ttl_ms=-1)
+
+
+def test_the_views_read_the_events_view_not_the_source() -> None:
+    """The job puts its watermark floor in the events view; nothing may bypass it."""
+    ddl, inserts = statements(FeatureJobSettings())
+    readers = [s for s in ddl + inserts if "FROM behavior_source" in s]
+    assert len(readers) == 1 and readers[0].startswith(f"CREATE TEMPORARY VIEW {EVENTS_VIEW}")
