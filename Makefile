@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status test test-unit flake-check lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status test test-unit fuzz flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e bench-sla eval-online
 
@@ -48,6 +48,12 @@ browser: ## install Debian's chromium for the report render test (root, when mis
 
 flake-check: $(STAMP) ## make test RUNS times (default 5) under load from bench-ingest; one line per run
 	RUNS=$${RUNS:-5} tests/support/flake_runs.sh
+
+FUZZ_INPUTS ?= 10000
+fuzz: $(STAMP) ## poison fuzzing: codec, Java parser parity, and FUZZ_INPUTS inputs through the running worker and feature job
+	STREAMREC_FUZZ_INTEGRATION_INPUTS=$(FUZZ_INPUTS) $(PY) -m pytest -q tests/schemas/test_codec_fuzz.py \
+		tests/jobs/features/test_parser_parity.py tests/inference/worker/test_poison_integration.py \
+		tests/jobs/features/test_poison_integration.py
 
 test-unit: $(STAMP) ## unit tests only (no services)
 	$(PY) -m pytest -m "not integration"

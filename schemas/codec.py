@@ -8,6 +8,7 @@ too far ahead of the wall clock.
 
 from __future__ import annotations
 
+import codecs
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +78,14 @@ class RecordCodec(Generic[T]):
             raise OversizedRecord(
                 f"{self.name} of {len(raw)} bytes exceeds the {self.max_bytes}-byte limit"
             )
+        try:
+            # JSON is UTF-8 (RFC 8259). msgspec checks only the strings it decodes and
+            # passes invalid bytes in an unknown field; checking the whole value makes
+            # the verdict not depend on which fields a consumer knows (the feature
+            # job's Java parser checks the same way).
+            codecs.utf_8_decode(raw, "strict", True)
+        except UnicodeDecodeError as exc:
+            raise MalformedRecord(f"not valid JSON: not UTF-8 at byte {exc.start}") from None
         try:
             record = self._decoder.decode(raw)
         except msgspec.ValidationError as exc:

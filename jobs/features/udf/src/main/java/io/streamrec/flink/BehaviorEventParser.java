@@ -1,6 +1,12 @@
 package io.streamrec.flink;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CoderResult;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.Set;
 
 import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonFactory;
@@ -10,8 +16,14 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonToken;
 
 /**
  * Decodes and validates one behaviour event, rule for rule like the Python
- * codec (schemas/codec.py and schemas/records.py): size, JSON, object, each
- * field's type and range, clock skew. Unknown fields are skipped.
+ * codec (schemas/codec.py and schemas/records.py): size, UTF-8, JSON, object,
+ * each field's type and range, clock skew. Unknown fields are skipped.
+ *
+ * <p>The verdict is the codec's on every input (tests/jobs/features/test_parser_parity.py
+ * fuzzes both), which fixes the order of the checks: the document is read front to
+ * back and the first problem met decides, a field of the wrong type or range
+ * ending the read as msgspec does (so a syntax error after it is not seen); a
+ * string, key or skipped value holding an escaped lone surrogate is malformed.
  */
 final class BehaviorEventParser {
     static final long MAX_SAFE_INT = 9_007_199_254_740_991L;
@@ -45,21 +57,35 @@ final class BehaviorEventParser {
             return fail(result, "oversized", "BehaviorEvent of " + bytes.length
                     + " bytes exceeds the " + maxBytes + "-byte limit");
         }
+        int notUtf8 = firstInvalidUtf8(bytes);
+        if (notUtf8 >= 0) {
+            return fail(result, "malformed", "not valid JSON: not UTF-8 at byte " + notUtf8);
+        }
+        if (bytes.length >= 3 && bytes[0] == (byte) 0xEF && bytes[1] == (byte) 0xBB
+                && bytes[2] == (byte) 0xBF) {
+            // Jackson skips a byte order mark; JSON has none (RFC 8259), nor does msgspec.
+            return fail(result, "malformed", "not valid JSON: starts with a byte order mark");
+        }
+        int start = firstNonSpace(bytes);
+        if (start < bytes.length && isNumberStart(bytes[start])) {
+            return rootNumber(bytes, start, result);
+        }
         try (JsonParser parser = JSON.createParser(bytes)) {
             JsonToken first = parser.nextToken();
             if (first == null) {
                 return fail(result, "malformed", "not valid JSON: Input data was truncated");
             }
             if (first != JsonToken.START_OBJECT) {
-                parser.skipChildren();
-                requireEnd(parser);
+                if (first == JsonToken.VALUE_STRING) {
+                    checkText(parser.getText());  // read to its end, as msgspec does
+                }
                 return fail(result, "schema", "BehaviorEvent: Expected `object`, got " + first);
             }
             String schemaError = readFields(parser, result);
-            requireEnd(parser);
             if (schemaError != null) {
                 return fail(result, "schema", "BehaviorEvent: " + schemaError);
             }
+            requireEnd(parser);
         } catch (JsonProcessingException e) {
             return fail(result, "malformed", "not valid JSON: " + e.getOriginalMessage());
         } catch (IOException e) {
@@ -78,26 +104,107 @@ final class BehaviorEventParser {
         boolean[] seen = new boolean[FIELDS.length];
         String error = null;
         while (parser.nextToken() == JsonToken.FIELD_NAME) {
-            String name = parser.currentName();
+            String name = checkText(parser.currentName());
             JsonToken value = parser.nextToken();
             int index = indexOf(name);
             if (index < 0) {
-                parser.skipChildren();
+                skipValue(parser, value);
                 continue;
             }
             seen[index] = true;
             String problem = readField(index, value, parser, result);
-            if (error == null) {
-                error = problem;
+            if (problem != null) {
+                return problem;
             }
-            parser.skipChildren();
         }
-        for (int i = 0; i < FIELDS.length && error == null; i++) {
+        for (int i = 0; i < FIELDS.length; i++) {
             if (!seen[i]) {
-                error = "Object missing required field `" + FIELDS[i] + "`";
+                return "Object missing required field `" + FIELDS[i] + "`";
             }
         }
-        return error;
+        return null;
+    }
+
+    /** Skips a value, decoding its strings and keys as msgspec does (lone surrogates). */
+    private static void skipValue(JsonParser parser, JsonToken value) throws IOException {
+        if (value == JsonToken.VALUE_STRING) {
+            checkText(parser.getText());
+            return;
+        }
+        if (value != JsonToken.START_OBJECT && value != JsonToken.START_ARRAY) {
+            return;
+        }
+        int depth = 1;
+        while (depth > 0) {
+            JsonToken token = parser.nextToken();
+            if (token == null) {
+                throw new IOException("Input data was truncated");
+            }
+            switch (token) {
+                case START_OBJECT, START_ARRAY -> depth++;
+                case END_OBJECT, END_ARRAY -> depth--;
+                case FIELD_NAME -> checkText(parser.currentName());
+                case VALUE_STRING -> checkText(parser.getText());
+                default -> { }
+            }
+        }
+    }
+
+    /** The text, unless it holds a surrogate without its pair (JSON escapes allow one). */
+    static String checkText(String text) throws IOException {
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < text.length()
+                    && Character.isLowSurrogate(text.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new IOException("invalid utf-16 surrogate pair");
+            }
+        }
+        return text;
+    }
+
+    /** The index of the first byte that is not well-formed UTF-8, or -1. */
+    static int firstInvalidUtf8(byte[] bytes) {
+        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(bytes);
+        CharBuffer out = CharBuffer.allocate(bytes.length);
+        CoderResult verdict = decoder.decode(in, out, true);
+        return verdict.isError() ? in.position() : -1;
+    }
+
+    private static int firstNonSpace(byte[] bytes) {
+        int i = 0;
+        while (i < bytes.length && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\n'
+                || bytes[i] == '\r')) {
+            i++;
+        }
+        return i;
+    }
+
+    private static boolean isNumberStart(byte b) {
+        return b == '-' || (b >= '0' && b <= '9');
+    }
+
+    /**
+     * A document that starts with a number: msgspec reads the number alone (what
+     * follows it is never looked at) and refuses it as no object, or as malformed
+     * when the number itself is.
+     */
+    private static Result rootNumber(byte[] bytes, int start, Result result) {
+        int end = start;
+        while (end < bytes.length && "+-.eE0123456789".indexOf(bytes[end]) >= 0) {
+            end++;
+        }
+        try (JsonParser parser = JSON.createParser(bytes, start, end - start)) {
+            JsonToken number = parser.nextToken();
+            requireEnd(parser);
+            return fail(result, "schema", "BehaviorEvent: Expected `object`, got " + number);
+        } catch (IOException e) {
+            return fail(result, "malformed", "not valid JSON: invalid number");
+        }
     }
 
     private static String readField(int index, JsonToken value, JsonParser parser, Result result)
@@ -107,12 +214,15 @@ final class BehaviorEventParser {
             if (value != JsonToken.VALUE_STRING) {
                 return "Expected `str`, got " + value + at;
             }
-            String behavior = parser.getText();
+            String behavior = checkText(parser.getText());
             if (!BEHAVIORS.contains(behavior)) {
                 return "Invalid enum value '" + behavior + "'" + at;
             }
             result.behavior = behavior;
             return null;
+        }
+        if (value == JsonToken.VALUE_STRING) {
+            checkText(parser.getText());  // msgspec reads a string whole before its type
         }
         if (value != JsonToken.VALUE_NUMBER_INT
                 || parser.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
