@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
 
 from inference.worker import heap
 from inference.worker.artifacts import ModelArtifacts
-from inference.worker.errors import WorkerError
+from inference.worker.errors import DeliveryStuck, WorkerError
+from inference.worker.kafka_io import DeliveryError
 from inference.worker.metrics import WorkerMetrics, serve
 from inference.worker.settings import parse_args, settings_from
 from inference.worker.worker import Worker
@@ -19,15 +21,31 @@ from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("inference.worker")
+# EX_TEMPFAIL: Kafka was away past the delivery timeout; a restart is the remedy (it
+# replays from the last commit, and aborts a transaction left open).
+EXIT_RESTART = 75
 
 
-async def _run(worker: Worker) -> None:
+async def _run(worker: Worker) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         # The loop finishes the batch in hand, delivers and commits it, then closes.
         loop.add_signal_handler(sig, stop.set)
-    await worker.run(stop)
+    try:
+        await worker.run(stop)
+    except DeliveryError as exc:
+        logger.error("%s: exiting for a restart", exc)
+        return EXIT_RESTART
+    except DeliveryStuck as exc:
+        # The stuck thread would block the interpreter's shutdown (it joins executor
+        # threads): leave at once. Offsets of the batch are uncommitted and an open
+        # transaction is aborted by the restart (same transactional id), so a
+        # supervisor's restart resumes without loss or duplicates.
+        logger.critical("%s: exiting for a restart", exc)
+        logging.shutdown()
+        os._exit(EXIT_RESTART)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -60,8 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "garbage collector thresholds %s, %d objects frozen", thresholds, gc.get_freeze_count()
     )
     logger.info("consuming %s as group %s", settings.requests_topic, settings.group_id)
-    asyncio.run(_run(worker))
-    return 0
+    return asyncio.run(_run(worker))
 
 
 if __name__ == "__main__":

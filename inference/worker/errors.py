@@ -25,3 +25,9 @@ class RankerTimeout(RankerUnavailable):
 
 class FeatureStoreUnavailable(WorkerError):
     """Redis could not be reached."""
+
+
+class DeliveryStuck(WorkerError):
+    """A Kafka client call outlived every timeout it was given (a librdkafka bug: a
+    transactional call can wait forever for a coordinator that moved). The blocked
+    thread cannot be freed, so the process must exit; its restart resumes."""

@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 IDLE_WAIT_S = 0.1
 GATHER_SLICE_S = 0.002
 AUTO_COMMIT_INTERVAL_MS = 500
+_PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
+# How often a delivery waiting for Kafka says so.
+FLUSH_SLICE_S = 5.0
 
 
 class DeliveryError(WorkerError):
@@ -199,6 +202,8 @@ class RecommendationSink:
         topic: str,
         group_id: str,
         transactional_id: str | None,
+        transaction_timeout_ms: int = 60_000,
+        delivery_timeout_ms: int = 300_000,
     ) -> None:
         config = settings.client_config(
             **{
@@ -209,8 +214,13 @@ class RecommendationSink:
                 "message.max.bytes": DEAD_LETTER_MAX_BYTES,
             }
         )
+        self._delivery_timeout_s = delivery_timeout_ms / 1000
         if transactional_id:
             config["transactional.id"] = transactional_id
+            config["transaction.timeout.ms"] = transaction_timeout_ms
+        else:
+            # librdkafka retries a message this long (a broker restart), then fails it.
+            config["message.timeout.ms"] = delivery_timeout_ms
         self.producer = Producer(config)
         self.topic = topic
         self.transactional = bool(transactional_id)
@@ -234,7 +244,7 @@ class RecommendationSink:
         started = time.perf_counter()
         self._produce(recommendations, polled)
         produced = time.perf_counter()
-        remaining = self.producer.flush(30)
+        remaining = self._flush_riding_out_outages()
         logger.debug(
             "produce %.1f ms, flush %.1f ms",
             (produced - started) * 1000, (time.perf_counter() - produced) * 1000,
@@ -246,26 +256,80 @@ class RecommendationSink:
             self.dead_letters.flush()  # raises if a dead letter was lost
         stream.commit(polled.offsets)
 
+    def _flush_riding_out_outages(self) -> int:
+        """Wait for the batch's deliveries up to the delivery timeout; what is still queued.
+
+        The producer retries by itself while brokers are away, so a broker restart
+        costs waiting, not a crash; the worker stops only once Kafka has been gone for
+        the whole delivery timeout (and its restart replays from the last commit).
+        """
+        give_up = time.monotonic() + self._delivery_timeout_s
+        remaining = self.producer.flush(min(FLUSH_SLICE_S, self._delivery_timeout_s))
+        while remaining and (left := give_up - time.monotonic()) > 0:
+            logger.warning("waiting for Kafka: %d messages undelivered", remaining)
+            remaining = self.producer.flush(min(FLUSH_SLICE_S, left))
+        return int(remaining)
+
     def _deliver_transaction(
         self, recommendations: Sequence[Recommendation], polled: Polled, stream: RequestStream
     ) -> None:
+        """The batch in one transaction, redone from the start after an aborted try.
+
+        A broker restart aborts a transaction (its messages time out, or the
+        coordinator gives up on it); nothing of an aborted try is visible to
+        read-committed readers and its offsets are not committed, so producing the
+        same batch again in a new transaction is exactly-once. Retriable errors of a
+        call are retried in place, as librdkafka requires (a commit that may have
+        happened must not be aborted). Past the delivery timeout, or on a fatal error
+        (fenced by a newer instance), the worker stops and its restart replays.
+        """
+        give_up = time.monotonic() + self._delivery_timeout_s
+        while True:
+            try:
+                self._one_transaction(recommendations, polled, stream, give_up)
+                return
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if not error.txn_requires_abort() or time.monotonic() >= give_up:
+                    raise DeliveryError(f"transaction failed: {error}") from exc
+                logger.warning("transaction aborted (%s): producing the batch again", error)
+                self._retrying(self.producer.abort_transaction, give_up)
+
+    def _one_transaction(
+        self,
+        recommendations: Sequence[Recommendation],
+        polled: Polled,
+        stream: RequestStream,
+        give_up: float,
+    ) -> None:
+        self._failures.clear()
         self.producer.begin_transaction()
-        try:
-            self._produce(recommendations, polled)
-            offsets = topic_partitions(polled.offsets)
-            if offsets:
-                metadata = stream.consumer.consumer_group_metadata()
-                self.producer.send_offsets_to_transaction(offsets, metadata, 30)
-            self.producer.commit_transaction(30)
-        except KafkaException as exc:
-            error: KafkaError = exc.args[0]
-            if error.txn_requires_abort():
-                self.producer.abort_transaction(30)
-            # The batch is not committed: stop, and let the restart replay from the last commit.
-            raise DeliveryError(f"transaction failed: {error}") from exc
-        if self._failures:
-            failures, self._failures = self._failures, []
-            raise DeliveryError(f"delivery failures: {failures[:3]}")
+        self._produce(recommendations, polled)
+        offsets = topic_partitions(polled.offsets)
+        if offsets:
+            metadata = stream.consumer.consumer_group_metadata()
+            self._retrying(
+                lambda timeout: self.producer.send_offsets_to_transaction(
+                    offsets, metadata, timeout
+                ),
+                give_up,
+            )
+        self._retrying(self.producer.commit_transaction, give_up)
+        if self._failures:  # a committed transaction delivered everything: a bug if not
+            raise DeliveryError(f"delivery failures: {self._failures[:3]}")
+
+    @staticmethod
+    def _retrying(call: Callable[[float], object], give_up: float) -> None:
+        """``call(timeout)`` again while it fails with a retriable error, until ``give_up``."""
+        while True:
+            try:
+                call(max(1.0, min(FLUSH_SLICE_S, give_up - time.monotonic())))
+                return
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if not error.retriable() or time.monotonic() >= give_up:
+                    raise
+                logger.warning("waiting for Kafka: %s", error)
 
     def _produce(self, recommendations: Sequence[Recommendation], polled: Polled) -> None:
         for message, error in polled.refused:
@@ -284,7 +348,8 @@ class RecommendationSink:
                 self.producer.poll(0.05)
 
     def _on_delivery(self, err: Any, _msg: Any) -> None:
-        if err is not None:
+        # Purged messages are those of an aborted transaction, produced again after it.
+        if err is not None and err.code() not in _PURGED:
             self._failures.append(str(err))
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +22,9 @@ import numpy.typing as npt
 
 from inference.worker.errors import RankerTimeout, RankerUnavailable
 from schemas.ranking import CAND_ITEMS, INPUT_NAMES, MANIFEST_FILE, SCORES
+
+# A client deadline, or the model's queue dropping a request whose budget ran out.
+_TIMED_OUT = re.compile(r"Deadline|timeout expired", re.IGNORECASE)
 
 Inputs = dict[str, npt.NDArray[np.generic]]
 _TRITON_DTYPES: dict[np.dtype[np.generic], str] = {
@@ -83,11 +87,14 @@ class TritonScorer:
                     self._model,
                     request,
                     outputs=[self._grpc.InferRequestedOutput(SCORES)],
+                    # The model's queue policy drops the request once this budget
+                    # is spent, instead of running work the worker gave up on.
+                    timeout=int(self._timeout_s * 1_000_000),
                     client_timeout=self._timeout_s,
                 )
             except InferenceServerException as exc:
                 status = str(exc.status() or "")
-                if "DEADLINE_EXCEEDED" in status or "Deadline" in str(exc):
+                if "DEADLINE_EXCEEDED" in status or _TIMED_OUT.search(str(exc)):
                     raise RankerTimeout(f"Triton gave no answer in {self._timeout_s} s") from exc
                 raise RankerUnavailable(f"Triton: {exc}") from exc
             except (grpc.RpcError, OSError) as exc:  # the channel itself failing

@@ -161,7 +161,30 @@ class WorkerSettings(Settings):
         "",
         env="STREAMREC_WORKER_TRANSACTIONAL_ID",
         help="stable id per instance with exactly-once",
-        shown="<group>-<pid>",
+        shown="<group>-<host>-<slot>",
+    )
+    # Where workers of one host claim their slot of the default transactional id
+    # (inference/worker/instance.py).
+    instance_lock_dir: str = setting(
+        "",
+        env="STREAMREC_WORKER_INSTANCE_LOCK_DIR",
+        help="lock files of the default transactional ids' slots",
+        shown="<tmp>/streamrec-worker",
+    )
+    # How long a transaction a dead worker left open (under an id nobody reuses) can
+    # hold back read-committed consumers; a live worker's transaction lasts one batch.
+    transaction_timeout_ms: int = setting(
+        10_000,
+        env="STREAMREC_WORKER_TRANSACTION_TIMEOUT_MS",
+        help="the broker aborts a transaction open longer than this",
+    )
+    # Kafka away longer than this (a batch undelivered, a transaction not committed)
+    # stops the worker; its restart replays from the last commit. Shorter outages cost
+    # only waiting: the batch is retried, and in exactly-once mode redone.
+    delivery_timeout_ms: int = setting(
+        300_000,
+        env="STREAMREC_WORKER_DELIVERY_TIMEOUT_MS",
+        help="how long a batch may wait for Kafka before the worker gives up",
     )
     metrics_port: int = setting(
         9108, env="STREAMREC_WORKER_METRICS_PORT", help="Prometheus /metrics (0 = off)"
@@ -171,6 +194,7 @@ class WorkerSettings(Settings):
         positive = (
             "batch_size", "users_per_request", "max_inflight",
             "triton_timeout_ms", "redis_timeout_ms", "max_candidates", "max_per_category",
+            "transaction_timeout_ms", "delivery_timeout_ms",
         )  # fmt: skip
         for name in positive:
             if (value := getattr(self, name)) < 1:
@@ -209,11 +233,6 @@ class WorkerSettings(Settings):
     @property
     def excluded_behaviors(self) -> frozenset[str]:
         return frozenset(b.strip() for b in self.exclude_behaviors.split(",") if b.strip())
-
-    @property
-    def effective_transactional_id(self) -> str:
-        """One id per worker instance: a restarted instance fences its previous self."""
-        return self.transactional_id or f"{self.group_id}-{os.getpid()}"
 
 
 def env_name(field_name: str) -> str:

@@ -17,12 +17,17 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import appended_ms, late_positions
+from inference.worker.errors import DeliveryStuck
 from inference.worker.features import FeatureReader
+from inference.worker.instance import InstanceClaim, claim_instance
 from inference.worker.inventory import inventory_key
 from inference.worker.kafka_io import Polled, RecommendationSink, RequestStream
 from inference.worker.metrics import WorkerMetrics
@@ -64,10 +69,23 @@ def build_scorer(settings: WorkerSettings) -> Scorer:
 
 
 def redis_client(settings: WorkerSettings) -> redis.Redis:
+    """A client whose every call fails within ``redis_timeout_ms``.
+
+    No retries, stated rather than inherited: redis-py 6 retries three times with a
+    backoff of up to seconds by default, which would hold a batch far past its budget
+    while Redis is down or stopped. The breaker, not the client, decides when to retry.
+    """
     timeout = settings.redis_timeout_ms / 1000
     return redis.Redis.from_url(
-        settings.redis_url, socket_timeout=timeout, socket_connect_timeout=timeout
+        settings.redis_url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
     )
+
+
+# How long past the delivery timeout a delivery may run before it counts as stuck.
+STUCK_MARGIN_S = 30.0
 
 
 class Worker:
@@ -92,16 +110,30 @@ class Worker:
             request_codec(),
             settings.exactly_once,
         )
+        self._instance: InstanceClaim | None = None
         self.sink = RecommendationSink(
             settings.kafka,
             settings.output_topic,
             settings.group_id,
-            settings.effective_transactional_id if settings.exactly_once else None,
+            self._transactional_id() if settings.exactly_once else None,
+            settings.transaction_timeout_ms,
+            settings.delivery_timeout_ms,
         )
         self.popular = artifacts.popular_items
         self.scorer: Scorer | None = None
         # Set while a batch is being scored: the next batch keeps gathering meanwhile.
         self._scoring = threading.Event()
+
+    def _transactional_id(self) -> str:
+        """The configured id, or this host's lowest free slot of the group's default ids."""
+        if self.settings.transactional_id:
+            return self.settings.transactional_id
+        lock_dir = self.settings.instance_lock_dir
+        self._instance = claim_instance(
+            self.settings.group_id, Path(lock_dir) if lock_dir else None
+        )
+        logger.info("transactional id %s", self._instance.transactional_id)
+        return self._instance.transactional_id
 
     async def run(self, stop: asyncio.Event) -> None:
         # gRPC's asyncio channel belongs to the loop it is created on: build it here.
@@ -126,8 +158,12 @@ class Worker:
                     pending = task
             if pending is not None:
                 await pending
-        finally:
+        except DeliveryStuck:
+            raise  # closing would wait on the blocked client as well
+        except BaseException:
             await self._close()
+            raise
+        await self._close()
 
     def _poll_and_prepare(self) -> tuple[Polled, PreparedBatch | None]:
         start = time.perf_counter()
@@ -160,7 +196,18 @@ class Worker:
             )
             self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
         start = time.perf_counter()
-        await asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
+        delivery = asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
+        try:
+            # The sink gives up by itself after the delivery timeout; a call still
+            # running well past it is blocked inside librdkafka for good.
+            await asyncio.wait_for(
+                delivery, self.settings.delivery_timeout_ms / 1000 + STUCK_MARGIN_S
+            )
+        except TimeoutError:
+            raise DeliveryStuck(
+                f"a Kafka call has not returned {STUCK_MARGIN_S:.0f} s past the delivery "
+                f"timeout ({self.settings.delivery_timeout_ms} ms; librdkafka issues 5456/5511)"
+            ) from None
         self.metrics.stage_seconds.labels("produce").observe(time.perf_counter() - start)
         self._count(polled, recs)
 
@@ -198,6 +245,8 @@ class Worker:
         finally:
             self.sink.close()
             self.stream.close()
+            if self._instance is not None:
+                self._instance.release()
             logger.info(
                 "stopped after %d batches, %d requests, %d refused, %d degraded",
                 self.stats.batches, self.stats.requests, self.stats.refused, self.stats.degraded,

@@ -123,3 +123,18 @@ def test_config_json_is_what_triton_reads(artifacts: Path, tmp_path: Path) -> No
     assert parsed["version_policy"] == {"specific": {"versions": ["3"]}}
     assert parsed["platform"] == "onnxruntime_onnx"
     assert parsed["max_batch_size"] == 256
+
+
+def test_every_model_bounds_its_queue_and_drops_requests_past_their_timeout() -> None:
+    """Without a queue policy Triton queues without limit: overload turns into minutes."""
+    from google.protobuf import text_format  # type: ignore[import-untyped]
+    from tritonclient.grpc import model_config_pb2  # type: ignore[import-untyped]
+
+    for model in MODELS:
+        text = (TEMPLATE_REPOSITORY / model / "config.pbtxt").read_text()
+        config = text_format.Parse(text, model_config_pb2.ModelConfig())
+        policy = config.dynamic_batching.default_queue_policy
+        assert 0 < policy.max_queue_size <= 1024, model
+        assert policy.timeout_action == model_config_pb2.ModelQueuePolicy.REJECT, model
+        assert 0 < policy.default_timeout_microseconds <= 5_000_000, model
+        assert policy.allow_timeout_override, model  # the worker sends its own budget

@@ -62,10 +62,13 @@ def start_worker(
         topics: WorkerTopics,
         redis_url: str | None = None,
         triton: tuple[str, str] = ("127.0.0.1:1", "ranker_python"),
+        kafka_at: KafkaSettings | None = None,
         **worker: str,
     ) -> WorkerProcess:
         redis_url = redis_url or stack.redis_url
-        env = worker_env(kafka, redis_url, world_project, world.model_dir, topics, triton, **worker)
+        env = worker_env(
+            kafka_at or kafka, redis_url, world_project, world.model_dir, topics, triton, **worker
+        )
         process = WorkerProcess(env, tmp_path / f"worker-{len(started)}.log")
         started.append(process)
         return process

@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from inference.serving import repository
 from jobs.localstack import Stack, StackSettings
+from jobs.localstack.process import read_pidfile
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import Recommendation, RecRequest
 from tests.conftest import REPO_ROOT, TritonServer, free_port
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
-from tests.inference.worker.world import World, requests_for
+from tests.inference.worker.world import World, changelog, requests_for, write_features
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 # Small candidate lists and a generous budget: these tests are about delivery, not speed.
@@ -64,15 +67,26 @@ def test_sigkill_mid_run_loses_no_request_at_least_once(
 
 
 def test_sigkill_mid_run_loses_and_duplicates_nothing_exactly_once(
-    kafka: KafkaSettings, triton: TritonServer, world: World, start_worker: StartWorker
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world: World,
+    start_worker: StartWorker,
+    tmp_path: Path,
 ) -> None:
+    """With the default transactional id: the restart takes the killed worker's slot, so its
+    init_transactions aborts the transaction left open instead of read-committed readers
+    waiting for the broker's timeout."""
     requests, recs = kill_mid_run_and_restart(
         kafka, triton, world, start_worker, True,
-        exactly_once="true", transactional_id=f"tx-{os.getpid()}-{time.time_ns()}",
+        exactly_once="true", instance_lock_dir=str(tmp_path / "slots"),
     )  # fmt: skip
     counts = Counter(r.request_id for r in recs)
     assert set(counts) == {r.request_id for r in requests}
     assert max(counts.values()) == 1, counts.most_common(3)
+    ids = [line.split("transactional id ")[1].split()[0]
+           for log in sorted(tmp_path.glob("worker-*.log"))
+           for line in log.read_text().splitlines() if "transactional id " in line]  # fmt: skip
+    assert len(ids) == 2 and ids[0] == ids[1] and ids[0].endswith("-0"), ids
 
 
 def test_workers_in_one_group_share_partitions_and_survive_rebalances(
@@ -101,20 +115,89 @@ def test_workers_in_one_group_share_partitions_and_survive_rebalances(
         reader.close()
 
 
+def own_stack(tmp_path: Path, **ports: int | Path) -> tuple[Stack, StackSettings]:
+    settings = StackSettings(
+        home=tmp_path / "home",
+        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+        **ports,  # type: ignore[arg-type]
+    )
+    return Stack(settings), settings
+
+
+@pytest.fixture
+def own_redis(world: World, world_project: str, tmp_path: Path) -> Iterator[tuple[Stack, str]]:
+    """A Redis of this test's own (it gets stopped), holding the world's features."""
+    local, settings = own_stack(tmp_path, redis_port=free_port())
+    local.up(["redis"])
+    client = redis.Redis.from_url(settings.redis_url)
+    try:
+        assert write_features(client, world_project, changelog(world.events)) > 0
+        yield local, settings.redis_url
+    finally:
+        client.close()
+        local.down(["redis"])
+
+
+def test_redis_stopped_mid_run_gives_flagged_answers_within_its_timeout(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world: World,
+    start_worker: StartWorker,
+    own_redis: tuple[Stack, str],
+) -> None:
+    """A stopped Redis accepts connections and never answers: each call must end at the
+    worker's timeout, not after a client's retries and backoff."""
+    local, url = own_redis
+    topics = WorkerTopics.create(kafka)
+    start_worker(
+        topics, redis_url=url, triton=(triton.grpc_url, triton.model), max_candidates="30",
+        triton_timeout_ms="20000", redis_timeout_ms="200", retry_after_ms="500",
+    )  # fmt: skip
+    reader = OutputReader(kafka, topics.output)
+    pid = read_pidfile(local.services["redis"].pidfile)
+    assert pid is not None
+
+    def ask(prefix: str, n: int = 20) -> list[Recommendation]:
+        before = len(reader.raw)
+        produce(kafka, topics.requests, many_requests(world, n, prefix))
+        reader.read_until(before + n, timeout_s=120)
+        return [r for r in reader.recommendations() if r.request_id.startswith(prefix + "-")]
+
+    try:
+        assert not any(r.degraded for r in ask("before"))
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = wall_clock_ms()
+            stopped = ask("stopped")
+            assert len(stopped) == 20
+            for rec in stopped:
+                assert rec.degraded and rec.degraded_reasons == ["redis_unavailable"]
+            # A few probes of 200 ms each at most; redis-py 6's default retries alone
+            # would take seconds per call.
+            assert max(r.produced_at for r in stopped) - started < 5000
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        resumed_by = time.monotonic() + 10
+        recovered: list[Recommendation] = []
+        while time.monotonic() < resumed_by and not recovered:
+            recovered = [r for r in ask(f"after{time.monotonic_ns()}", 5) if not r.degraded]
+        assert recovered, "answers did not return to normal within 10 s of SIGCONT"
+    finally:
+        reader.close()
+
+
 @pytest.fixture
 def own_triton(world: World, tmp_path: Path) -> Iterator[tuple[Stack, str]]:
     """A Triton of this test's own (it gets stopped), serving the world's model."""
     models = tmp_path / "models"
     repository.publish(world.model_dir, models)
-    settings = StackSettings(
-        home=tmp_path / "home",
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+    local, settings = own_stack(
+        tmp_path,
         triton_http_port=free_port(),
         triton_grpc_port=free_port(),
         triton_metrics_port=free_port(),
         triton_model_repository=models,
     )
-    local = Stack(settings)
     local.up(["triton"])
     try:
         yield local, settings.triton_grpc_url
