@@ -95,7 +95,7 @@ def ride_out_a_restart(
     def start() -> WorkerProcess:
         return start_worker(
             topics, kafka_at=kafka, triton=(triton.grpc_url, triton.model), max_candidates="30",
-            triton_timeout_ms="20000", delivery_timeout_ms="90000", **worker,
+            triton_timeout_ms="20000", delivery_timeout_ms="45000", **worker,
         )  # fmt: skip
 
     process = start()
