@@ -12,15 +12,19 @@ from jobs.localstack.settings import HOST, StackSettings
 
 
 def render_redis_conf(settings: StackSettings, data_dir: Path) -> str:
-    """Config for a loopback-only, memory-only instance that stays in the foreground."""
+    """Config for a loopback-only instance that stays in the foreground and keeps its data."""
     lines = [
         "# Written by jobs.localstack on every start; edits are overwritten.",
         f"port {settings.redis_port}",
         f"bind {HOST}",
         f'dir "{data_dir}"',
-        # Features are rebuilt from Kafka, so persistence would only cost disk and forks.
+        # The online store survives a Redis restart: nothing rebuilds it from Kafka (the
+        # writer's offsets are committed), and the out-of-stock set lives only here.
+        # Redis appends each write to the AOF before it replies, so a killed process
+        # loses no acknowledged write; everysec fsync bounds a machine crash to 1 s.
         'save ""',
-        "appendonly no",
+        "appendonly yes",
+        "appendfsync everysec",
         "daemonize no",
         # Log to stdout, which the stack manager sends to redis.log.
         'logfile ""',
