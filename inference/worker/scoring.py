@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import grpc  # type: ignore[import-untyped]
 import numpy as np
@@ -58,6 +58,25 @@ class Breaker:
         self._open_until = 0.0
 
 
+# gRPC waits 1 s, then up to 120 s, between reconnects to a server that went away:
+# answers would stay on the fallback for minutes after Triton is back.
+RECONNECT_BACKOFF_MS = {"initial": 250, "min": 250, "max": 2000}
+
+
+def channel_args(grpcclient: Any) -> list[tuple[str, Any]]:
+    """tritonclient's channel defaults (passing any replaces them all), reconnecting sooner."""
+    keepalive = grpcclient.KeepAliveOptions()
+    return [
+        ("grpc.max_send_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        *((f"grpc.{kind}_reconnect_backoff_ms", ms) for kind, ms in RECONNECT_BACKOFF_MS.items()),
+    ]
+
+
 class TritonScorer:
     """The served ranker over gRPC, at most ``max_inflight`` requests at a time."""
 
@@ -65,7 +84,7 @@ class TritonScorer:
         import tritonclient.grpc.aio as grpcclient  # type: ignore[import-untyped]
 
         self._grpc = grpcclient
-        self._client = grpcclient.InferenceServerClient(url)
+        self._client = grpcclient.InferenceServerClient(url, channel_args=channel_args(grpcclient))
         self._model = model
         self._timeout_s = timeout_s
         self._slots = asyncio.Semaphore(max_inflight)
@@ -80,29 +99,37 @@ class TritonScorer:
             tensor = self._grpc.InferInput(name, list(array.shape), _TRITON_DTYPES[array.dtype])
             tensor.set_data_from_numpy(array)
             request.append(tensor)
-        async with self._slots:
+        # The budget covers the wait for a free slot too: behind slow calls, a request
+        # would otherwise wait for a slot and then for its own whole timeout.
+        give_up = time.monotonic() + self._timeout_s
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self._timeout_s)
+        except TimeoutError:
+            raise RankerTimeout(f"no Triton slot freed in {self._timeout_s} s") from None
+        try:
             self.inflight += 1
-            try:
-                result = await self._client.infer(
-                    self._model,
-                    request,
-                    outputs=[self._grpc.InferRequestedOutput(SCORES)],
-                    # The model's queue policy drops the request once this budget
-                    # is spent, instead of running work the worker gave up on.
-                    timeout=int(self._timeout_s * 1_000_000),
-                    client_timeout=self._timeout_s,
-                )
-            except InferenceServerException as exc:
-                status = str(exc.status() or "")
-                if "DEADLINE_EXCEEDED" in status or _TIMED_OUT.search(str(exc)):
-                    raise RankerTimeout(f"Triton gave no answer in {self._timeout_s} s") from exc
-                raise RankerUnavailable(f"Triton: {exc}") from exc
-            except (grpc.RpcError, OSError) as exc:  # the channel itself failing
-                raise RankerUnavailable(f"Triton: {exc!r}") from exc
-            # Anything else is a bug in this client (a wrong dtype, a bad shape): it
-            # propagates, so it is never mistaken for an outage and papered over.
-            finally:
-                self.inflight -= 1
+            left = max(give_up - time.monotonic(), 0.001)
+            result = await self._client.infer(
+                self._model,
+                request,
+                outputs=[self._grpc.InferRequestedOutput(SCORES)],
+                # The model's queue policy drops the request once this budget
+                # is spent, instead of running work the worker gave up on.
+                timeout=int(left * 1_000_000),
+                client_timeout=left,
+            )
+        except InferenceServerException as exc:
+            status = str(exc.status() or "")
+            if "DEADLINE_EXCEEDED" in status or _TIMED_OUT.search(str(exc)):
+                raise RankerTimeout(f"Triton gave no answer in {self._timeout_s} s") from exc
+            raise RankerUnavailable(f"Triton: {exc}") from exc
+        except (grpc.RpcError, OSError) as exc:  # the channel itself failing
+            raise RankerUnavailable(f"Triton: {exc!r}") from exc
+        # Anything else is a bug in this client (a wrong dtype, a bad shape): it
+        # propagates, so it is never mistaken for an outage and papered over.
+        finally:
+            self.inflight -= 1
+            self._slots.release()
         scores = result.as_numpy(SCORES)
         if scores is None:
             raise RankerUnavailable("Triton's answer has no scores")

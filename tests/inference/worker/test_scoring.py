@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from inference.serving.probe import probe_inputs
-from inference.worker.errors import RankerUnavailable
+from inference.worker.errors import RankerTimeout, RankerUnavailable
 from inference.worker.scoring import TritonScorer
 from tests.conftest import free_port
 
@@ -43,3 +44,28 @@ def test_a_client_bug_propagates_instead_of_looking_like_an_outage() -> None:
 
     with pytest.raises(TypeError):
         asyncio.run(run())
+
+
+def test_the_wait_for_a_free_slot_counts_against_the_budget() -> None:
+    """Behind a call that hangs, the next one times out within the budget, not after it."""
+    hung = asyncio.Event()
+
+    async def hanging_infer(*args: Any, **kwargs: Any) -> None:
+        hung.set()
+        await asyncio.sleep(60)
+
+    async def run() -> float:
+        scorer = TritonScorer(f"127.0.0.1:{free_port()}", "ranker", 0.3, 1)
+        scorer._client.infer = hanging_infer  # holds the only slot
+        first = asyncio.create_task(scorer.score(inputs()))
+        await hung.wait()
+        started = time.monotonic()
+        try:
+            with pytest.raises(RankerTimeout, match="no Triton slot"):
+                await scorer.score(inputs())
+            return time.monotonic() - started
+        finally:
+            first.cancel()
+            await scorer.close()
+
+    assert asyncio.run(run()) < 1.0

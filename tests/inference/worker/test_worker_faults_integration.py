@@ -238,11 +238,19 @@ def test_triton_stopped_mid_run_gives_flagged_fallbacks_then_normal_answers(
         # One failed call at most, then the breaker answers at once: the whole burst
         # within ten Triton timeouts (3 s each), a bound tied to the setting, not the box.
         assert max(r.produced_at for r in down) - started < 10 * 3000
-        local.up(["triton"])
-        deadline = time.monotonic() + 180
+        # Down a while longer, probed all along: gRPC's reconnect backoff grows meanwhile.
+        down_until = time.monotonic() + 25
+        while time.monotonic() < down_until:
+            assert all(r.degraded for r in ask(f"still-down{time.monotonic_ns()}", 2))
+            time.sleep(1)
+        local.up(["triton"])  # returns once Triton is ready
+        # gRPC's default reconnect backoff (up to 120 s) kept answers on the fallback
+        # for minutes; the scorer's channel retries every 2 s at most.
+        deadline = time.monotonic() + 15
         recovered: list[Recommendation] = []
         while time.monotonic() < deadline and not recovered:
-            recovered = [r for r in ask(f"after{int(time.monotonic())}", 5) if not r.degraded]
-        assert recovered and recovered[0].model_version.startswith("ranker_python")
+            recovered = [r for r in ask(f"after{time.monotonic_ns()}", 5) if not r.degraded]
+        assert recovered, "no normal answer within 15 s of Triton's readiness"
+        assert recovered[0].model_version.startswith("ranker_python")
     finally:
         reader.close()
