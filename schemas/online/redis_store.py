@@ -38,12 +38,16 @@ _pack_int64 = struct.Struct("<q").pack
 # seconds, nanos, n field/value pairs. The stored Timestamp protobuf is parsed
 # here: field 1 (tag 0x08) seconds, field 2 (tag 0x10) nanos, both varints.
 # Seconds >= 2^63 are negative int64s, which Feast's max(stored, 0) treats as
-# "no row"; so is a zero timestamp. Returns how many rows were written.
+# "no row"; so is a zero timestamp. A stored value that is no such protobuf (cut
+# short, another wire type, foreign bytes) is no row either, as the worker reads
+# it: the new row replaces it, where a script error would fail the batch forever.
+# Returns how many rows were written.
 UPSERT_IF_NEWER = """
 local function varint(s, i)
   local value, scale = 0, 1
   while true do
     local b = string.byte(s, i)
+    if not b or scale > 2^63 then return nil, i end
     i = i + 1
     value = value + (b % 128) * scale
     if b < 128 then return value, i end
@@ -55,8 +59,10 @@ local function is_newer(stored, sec, nanos)
   local old_sec, old_nanos, i = 0, 0, 1
   while i <= #stored do
     local tag = string.byte(stored, i)
+    if tag % 8 ~= 0 then return true end
     local v
     v, i = varint(stored, i + 1)
+    if not v then return true end
     if tag == 8 then old_sec = v elseif tag == 16 then old_nanos = v end
   end
   if old_sec >= 9223372036854775808 or (old_sec == 0 and old_nanos == 0) then return true end

@@ -167,3 +167,20 @@ def test_script_reloads_after_script_flush(feast_repo: AppliedRepo) -> None:
     writer.write(rows[:1])
     feast_repo.client.script_flush()
     assert writer.write(rows[1:]).written == 3
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [b"\x08\x96", b"\x08", b"\x0a\x03abc", b"not a timestamp", b"\x08" + b"\xff" * 12],
+    ids=["cut-short", "tag-only", "other-wire-type", "foreign", "varint-too-long"],
+)
+def test_an_unreadable_stored_time_is_replaced_not_a_script_error(
+    feast_repo: AppliedRepo, stored: bytes
+) -> None:
+    """A script error would fail the batch, and the writer retry it forever."""
+    [row] = sample_rows()[2:3]
+    where = layout(row.view)
+    key = where.redis_key(row.entity_id, feast_repo.project)
+    feast_repo.client.hset(key, where.ts_field, stored)  # type: ignore[arg-type]
+    assert OnlineStoreWriter(feast_repo.client, feast_repo.project).write([row]).written == 1
+    assert feast_read(feast_repo, row.view.name, [row.entity_id]) == [row.decoded()]
