@@ -29,6 +29,10 @@ from schemas.features import CategoryWindow, FeatureUpdate, ItemWindow, UserRece
 
 # Feast's project name in feature_store.yaml; online keys are namespaced by it.
 PROJECT = "streamrec"
+# Feast's redis key_ttl_seconds (feature_store.yaml) and the writer's default: a row
+# nobody updates for a week expires, which bounds Redis by the active entities. Every
+# view's features describe at most the last hours, so an expired row loses nothing.
+KEY_TTL_SECONDS = 7 * 24 * 3600
 
 
 class FeatureKind(enum.Enum):

@@ -13,7 +13,7 @@ from schemas.kafka import KafkaSettings
 from schemas.settings import ENV_PREFIX, Settings, group, redis_url_setting, setting
 from schemas.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.topics import FEATURE_UPDATES
-from schemas.views import PROJECT
+from schemas.views import KEY_TTL_SECONDS, PROJECT
 from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT, WINDOW_MS
 
 WRITER_PREFIX = ENV_PREFIX + "FEATURE_WRITER_"
@@ -54,9 +54,11 @@ class WriterSettings(Settings):
         flag="--limit",
         help="recent-clicks length",
     )
-    # Feast's redis ``key_ttl_seconds``: keep equal to feature_store.yaml (unset = no expiry).
-    key_ttl_seconds: int | None = setting(
-        None, env="STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS", help="EXPIRE per entity"
+    # Feast's redis ``key_ttl_seconds``: keep equal to feature_store.yaml.
+    key_ttl_seconds: int = setting(
+        KEY_TTL_SECONDS,
+        env="STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS",
+        help="EXPIRE per entity, renewed on every write (0 = never)",
     )
     # Co-visitation counts (jobs/feature_writer/covisit.py): one sorted set per item.
     covisit_neighbours: int = setting(
@@ -80,8 +82,8 @@ class WriterSettings(Settings):
             raise SettingsError("batch size must be >= 1 and batch timeout > 0")
         if self.horizon_ms <= 0 or self.sequence_limit < 1:
             raise SettingsError("horizon must be > 0 ms and the sequence limit >= 1")
-        if self.key_ttl_seconds is not None and self.key_ttl_seconds < 1:
-            raise SettingsError("key TTL must be >= 1 s (leave it unset for no expiry)")
+        if self.key_ttl_seconds < 0:
+            raise SettingsError("key TTL must be >= 1 s, or 0 for no expiry")
         if self.covisit_neighbours < 0:
             raise SettingsError("co-visited items kept must be >= 0 (0 turns counting off)")
         if self.covisit_ttl_seconds < 1 or self.covisit_window_ms < 1:

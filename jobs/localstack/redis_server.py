@@ -10,6 +10,8 @@ from jobs.localstack import binaries
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
 
+REDIS_MAXMEMORY = "2gb"
+
 
 def render_redis_conf(settings: StackSettings, data_dir: Path) -> str:
     """Config for a loopback-only instance that stays in the foreground and keeps its data."""
@@ -25,6 +27,10 @@ def render_redis_conf(settings: StackSettings, data_dir: Path) -> str:
         'save ""',
         "appendonly yes",
         "appendfsync everysec",
+        # Bounded: feature rows and co-visitation sets carry TTLs, so at the limit the
+        # least recently used of them go first; the out-of-stock set has none and stays.
+        f"maxmemory {REDIS_MAXMEMORY}",
+        "maxmemory-policy volatile-lru",
         "daemonize no",
         # Log to stdout, which the stack manager sends to redis.log.
         'logfile ""',

@@ -16,6 +16,7 @@ from jobs.feature_writer.feast_env import (
     feast_environment,
     load_config,
 )
+from schemas.views import KEY_TTL_SECONDS
 
 
 @pytest.mark.parametrize(
@@ -69,5 +70,5 @@ def test_repo_config_loads_with_one_variable(tmp_path: Path) -> None:
     assert config.online_store.connection_string == "h:1,db=4"
     assert config.registry.path == str(tmp_path / "feast" / "registry.db")
     assert config.entity_key_serialization_version == 3
-    assert config.online_store.key_ttl_seconds is None
+    assert config.online_store.key_ttl_seconds == KEY_TTL_SECONDS  # the writer's default
     assert (tmp_path / "feast").is_dir()

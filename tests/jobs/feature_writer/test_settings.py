@@ -6,6 +6,7 @@ import pytest
 
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.settings import WriterSettings, mask_url, parse_args, settings_from
+from schemas.views import KEY_TTL_SECONDS
 
 
 def test_defaults() -> None:
@@ -14,7 +15,7 @@ def test_defaults() -> None:
     assert settings.redis_url == "redis://127.0.0.1:6379/0"
     assert settings.kafka.bootstrap_servers == "127.0.0.1:9092"
     assert (settings.horizon_ms, settings.sequence_limit) == (1_800_000, 50)
-    assert settings.key_ttl_seconds is None
+    assert settings.key_ttl_seconds == KEY_TTL_SECONDS == 7 * 86_400
 
 
 def test_environment_then_flags() -> None:
@@ -40,7 +41,7 @@ def test_environment_then_flags() -> None:
         {"STREAMREC_FEATURE_WRITER_BATCH_SIZE": "many"},
         {"STREAMREC_FEATURE_WRITER_BATCH_SIZE": "0"},
         {"STREAMREC_FEATURE_WRITER_SEQUENCE_LIMIT": "0"},
-        {"STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "0"},
+        {"STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "-1"},
         {"STREAMREC_FEATURE_WRITER_COVISIT_NEIGHBOURS": "-1"},
         {"STREAMREC_FEATURE_WRITER_COVISIT_TTL_SECONDS": "0"},
     ],
@@ -90,4 +91,11 @@ def test_covisit_options_from_settings_and_off_at_zero() -> None:
     assert (
         WriterSettings.from_env({"STREAMREC_FEATURE_WRITER_COVISIT_NEIGHBOURS": "0"}).covisit
         is None
+    )
+
+
+def test_a_key_ttl_of_zero_means_rows_never_expire() -> None:
+    assert (
+        WriterSettings.from_env({"STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "0"}).key_ttl_seconds
+        == 0
     )

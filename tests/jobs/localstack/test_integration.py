@@ -117,6 +117,10 @@ def test_killed_redis_is_restarted_by_up_with_every_acknowledged_write(stack: St
     [before] = stack.status(["redis"])
     assert before.pid is not None
     client = redis.Redis.from_url(stack.settings.redis_url)
+    # Bounded: at the limit, keys with a TTL (feature rows) go, the out-of-stock set stays.
+    config: dict[str, str] = client.config_get("maxmemory*")  # type: ignore[assignment]
+    assert config["maxmemory-policy"] == "volatile-lru"
+    assert int(config["maxmemory"]) == 2 * 1024**3
     client.hset("row", mapping={"f": b"v"})
     client.sadd("out_of_stock", 7)
     client.close()
