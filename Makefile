@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status test test-unit fuzz flake-check lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status test test-unit fuzz faults flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e bench-sla eval-online
 
@@ -54,6 +54,9 @@ fuzz: $(STAMP) ## poison fuzzing: codec, Java parser parity, and FUZZ_INPUTS inp
 	STREAMREC_FUZZ_INTEGRATION_INPUTS=$(FUZZ_INPUTS) $(PY) -m pytest -q tests/schemas/test_codec_fuzz.py \
 		tests/jobs/features/test_parser_parity.py tests/inference/worker/test_poison_integration.py \
 		tests/jobs/features/test_poison_integration.py
+
+faults: $(STAMP) ## the fault runs too long for make test (marked long): broker restart in exactly-once mode, Flink restore
+	$(PY) -m pytest -m long
 
 test-unit: $(STAMP) ## unit tests only (no services)
 	$(PY) -m pytest -m "not integration"

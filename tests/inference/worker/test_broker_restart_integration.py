@@ -135,6 +135,7 @@ def test_a_broker_restart_loses_no_request_and_stops_no_worker_at_least_once(
     assert outcome.restarts == 0
 
 
+@pytest.mark.long
 def test_a_broker_restart_duplicates_nothing_exactly_once(
     own_kafka: tuple[Stack, KafkaSettings],
     triton: TritonServer,

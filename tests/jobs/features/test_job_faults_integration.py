@@ -186,6 +186,7 @@ def distinct_per_user(rows: Sequence[FeatureUpdate]) -> dict[int, list[bytes]]:
     return {user: list(seen) for user, seen in per_user.items()}
 
 
+@pytest.mark.long
 def test_events_late_before_a_kill_stay_late_after_the_restore(
     kafka: KafkaSettings, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
