@@ -18,6 +18,7 @@ import msgspec
 
 from schemas.errors import (
     ImplausibleTimestamp,
+    InvalidRecord,
     MalformedRecord,
     OversizedRecord,
     SchemaViolation,
@@ -32,6 +33,9 @@ from schemas.records import (
 )
 
 T = TypeVar("T")
+# Reads any JSON value only to see that it is one: floats stay text, so one out of a
+# double's range (1e400) does not end the read before a syntax error after it.
+_WELL_FORMED = msgspec.json.Decoder(float_hook=str)
 
 KIB = 1024
 # Producers' clocks drift; an hour of slack keeps honest ones out of the
@@ -89,7 +93,7 @@ class RecordCodec(Generic[T]):
         try:
             record = self._decoder.decode(raw)
         except msgspec.ValidationError as exc:
-            raise SchemaViolation(f"{self.name}: {exc}") from None
+            raise self._schema_or_malformed(raw, exc) from None
         except msgspec.DecodeError as exc:
             raise MalformedRecord(f"not valid JSON: {exc}") from None
         except RecursionError:
@@ -102,6 +106,23 @@ class RecordCodec(Generic[T]):
         if self.time_fields:
             self._check_times(record)
         return record
+
+    def _schema_or_malformed(self, raw: bytes | memoryview, error: Exception) -> InvalidRecord:
+        """Malformed if the value is not JSON at all, else the schema error.
+
+        msgspec stops at the first field of a wrong type, so a syntax error after it
+        would read as a schema error; reading the value once more, untyped, makes the
+        kind not depend on where in the document the two are (nor on the parser: the
+        feature job's Java parser reads the whole document first). Only refused
+        records pay for the second read.
+        """
+        try:
+            _WELL_FORMED.decode(raw)
+        except msgspec.DecodeError as exc:
+            return MalformedRecord(f"not valid JSON: {exc}")
+        except RecursionError:
+            return MalformedRecord(f"{self.name}: JSON nested too deeply to decode")
+        return SchemaViolation(f"{self.name}: {error}")
 
     def _check_times(self, record: T) -> None:
         limit = self.clock() + self.max_future_skew_ms

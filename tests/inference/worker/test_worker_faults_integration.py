@@ -33,6 +33,20 @@ def many_requests(world: World, n: int, prefix: str) -> list[RecRequest]:
     return list(requests_for(users, prefix, k=5))
 
 
+def ask_and_wait(
+    kafka: KafkaSettings,
+    topics: WorkerTopics,
+    reader: OutputReader,
+    requests: list[RecRequest],
+    prefix: str,
+) -> list[Recommendation]:
+    """Send ``requests`` (ids ``<prefix>-…``); their answers, once all have arrived."""
+    before = len(reader.raw)
+    produce(kafka, topics.requests, requests)
+    reader.read_until(before + len(requests), timeout_s=120)
+    return [r for r in reader.recommendations() if r.request_id.startswith(prefix + "-")]
+
+
 def kill_mid_run_and_restart(
     kafka: KafkaSettings,
     triton: TritonServer,
@@ -158,10 +172,7 @@ def test_redis_stopped_mid_run_gives_flagged_answers_within_its_timeout(
     assert pid is not None
 
     def ask(prefix: str, n: int = 20) -> list[Recommendation]:
-        before = len(reader.raw)
-        produce(kafka, topics.requests, many_requests(world, n, prefix))
-        reader.read_until(before + n, timeout_s=120)
-        return [r for r in reader.recommendations() if r.request_id.startswith(prefix + "-")]
+        return ask_and_wait(kafka, topics, reader, many_requests(world, n, prefix), prefix)
 
     try:
         assert not any(r.degraded for r in ask("before"))
@@ -220,10 +231,7 @@ def test_triton_stopped_mid_run_gives_flagged_fallbacks_then_normal_answers(
     reader = OutputReader(kafka, topics.output)
 
     def ask(prefix: str, n: int = 20) -> list[Recommendation]:
-        before = len(reader.raw)
-        produce(kafka, topics.requests, many_requests(world, n, prefix))
-        reader.read_until(before + n, timeout_s=120)
-        return [r for r in reader.recommendations() if r.request_id.startswith(prefix + "-")]
+        return ask_and_wait(kafka, topics, reader, many_requests(world, n, prefix), prefix)
 
     try:
         normal = ask("before")

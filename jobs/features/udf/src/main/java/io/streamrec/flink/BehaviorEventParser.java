@@ -20,10 +20,9 @@ import org.apache.flink.shaded.jackson2.com.fasterxml.jackson.core.JsonToken;
  * each field's type and range, clock skew. Unknown fields are skipped.
  *
  * <p>The verdict is the codec's on every input (tests/jobs/features/test_parser_parity.py
- * fuzzes both), which fixes the order of the checks: the document is read front to
- * back and the first problem met decides, a field of the wrong type or range
- * ending the read as msgspec does (so a syntax error after it is not seen); a
- * string, key or skipped value holding an escaped lone surrogate is malformed.
+ * fuzzes both): a value that is not UTF-8, or not JSON anywhere (an escaped lone
+ * surrogate in any string or key included), is malformed; only a well-formed
+ * document gets a schema verdict, its first violation in document order.
  */
 final class BehaviorEventParser {
     static final long MAX_SAFE_INT = 9_007_199_254_740_991L;
@@ -66,26 +65,21 @@ final class BehaviorEventParser {
             // Jackson skips a byte order mark; JSON has none (RFC 8259), nor does msgspec.
             return fail(result, "malformed", "not valid JSON: starts with a byte order mark");
         }
-        int start = firstNonSpace(bytes);
-        if (start < bytes.length && isNumberStart(bytes[start])) {
-            return rootNumber(bytes, start, result);
-        }
         try (JsonParser parser = JSON.createParser(bytes)) {
             JsonToken first = parser.nextToken();
             if (first == null) {
                 return fail(result, "malformed", "not valid JSON: Input data was truncated");
             }
             if (first != JsonToken.START_OBJECT) {
-                if (first == JsonToken.VALUE_STRING) {
-                    checkText(parser.getText());  // read to its end, as msgspec does
-                }
+                skipValue(parser, first);
+                requireEnd(parser);
                 return fail(result, "schema", "BehaviorEvent: Expected `object`, got " + first);
             }
             String schemaError = readFields(parser, result);
+            requireEnd(parser);
             if (schemaError != null) {
                 return fail(result, "schema", "BehaviorEvent: " + schemaError);
             }
-            requireEnd(parser);
         } catch (JsonProcessingException e) {
             return fail(result, "malformed", "not valid JSON: " + e.getOriginalMessage());
         } catch (IOException e) {
@@ -99,7 +93,10 @@ final class BehaviorEventParser {
         return result;
     }
 
-    /** Reads the object's fields; returns the first schema violation, or null. */
+    /**
+     * Reads the object's fields to its end (a syntax error anywhere throws); returns
+     * the first schema violation, or null.
+     */
     private static String readFields(JsonParser parser, Result result) throws IOException {
         boolean[] seen = new boolean[FIELDS.length];
         String error = null;
@@ -107,22 +104,22 @@ final class BehaviorEventParser {
             String name = checkText(parser.currentName());
             JsonToken value = parser.nextToken();
             int index = indexOf(name);
-            if (index < 0) {
+            if (index < 0 || error != null) {
                 skipValue(parser, value);
                 continue;
             }
             seen[index] = true;
-            String problem = readField(index, value, parser, result);
-            if (problem != null) {
-                return problem;
+            error = readField(index, value, parser, result);
+            if (error != null) {
+                skipValue(parser, value);
             }
         }
-        for (int i = 0; i < FIELDS.length; i++) {
+        for (int i = 0; i < FIELDS.length && error == null; i++) {
             if (!seen[i]) {
-                return "Object missing required field `" + FIELDS[i] + "`";
+                error = "Object missing required field `" + FIELDS[i] + "`";
             }
         }
-        return null;
+        return error;
     }
 
     /** Skips a value, decoding its strings and keys as msgspec does (lone surrogates). */
@@ -175,38 +172,6 @@ final class BehaviorEventParser {
         return verdict.isError() ? in.position() : -1;
     }
 
-    private static int firstNonSpace(byte[] bytes) {
-        int i = 0;
-        while (i < bytes.length && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\n'
-                || bytes[i] == '\r')) {
-            i++;
-        }
-        return i;
-    }
-
-    private static boolean isNumberStart(byte b) {
-        return b == '-' || (b >= '0' && b <= '9');
-    }
-
-    /**
-     * A document that starts with a number: msgspec reads the number alone (what
-     * follows it is never looked at) and refuses it as no object, or as malformed
-     * when the number itself is.
-     */
-    private static Result rootNumber(byte[] bytes, int start, Result result) {
-        int end = start;
-        while (end < bytes.length && "+-.eE0123456789".indexOf(bytes[end]) >= 0) {
-            end++;
-        }
-        try (JsonParser parser = JSON.createParser(bytes, start, end - start)) {
-            JsonToken number = parser.nextToken();
-            requireEnd(parser);
-            return fail(result, "schema", "BehaviorEvent: Expected `object`, got " + number);
-        } catch (IOException e) {
-            return fail(result, "malformed", "not valid JSON: invalid number");
-        }
-    }
-
     private static String readField(int index, JsonToken value, JsonParser parser, Result result)
             throws IOException {
         String at = " - at `$." + FIELDS[index] + "`";
@@ -220,9 +185,6 @@ final class BehaviorEventParser {
             }
             result.behavior = behavior;
             return null;
-        }
-        if (value == JsonToken.VALUE_STRING) {
-            checkText(parser.getText());  // msgspec reads a string whole before its type
         }
         if (value != JsonToken.VALUE_NUMBER_INT
                 || parser.getNumberType() == JsonParser.NumberType.BIG_INTEGER) {
