@@ -55,7 +55,7 @@ fuzz: $(STAMP) ## poison fuzzing: codec, Java parser parity, and FUZZ_INPUTS inp
 		tests/jobs/features/test_parser_parity.py tests/inference/worker/test_poison_integration.py \
 		tests/jobs/features/test_poison_integration.py
 
-faults: $(STAMP) ## the fault runs too long for make test (marked long): broker restart in exactly-once mode, Flink restore
+faults: $(STAMP) ## the fault runs too long for make test (marked long): broker restarts, Flink restore
 	$(PY) -m pytest -m long
 
 test-unit: $(STAMP) ## unit tests only (no services)

@@ -124,6 +124,7 @@ def ride_out_a_restart(
         reader.close()
 
 
+@pytest.mark.long
 def test_a_broker_restart_loses_no_request_and_stops_no_worker_at_least_once(
     own_kafka: tuple[Stack, KafkaSettings],
     triton: TritonServer,

@@ -23,7 +23,7 @@ from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
 from tests.support.poison import poisoned_requests, sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
-INPUTS = int(os.environ.get("STREAMREC_FUZZ_INTEGRATION_INPUTS", "2000"))
+INPUTS = int(os.environ.get("STREAMREC_FUZZ_INTEGRATION_INPUTS", "1000"))
 KINDS = {"oversized", "malformed", "schema", "timestamp"}
 
 

@@ -25,7 +25,7 @@ from tests.jobs.features.test_job_integration import topics_for
 from tests.support.poison import poisoned_events, sample
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
-INPUTS = int(os.environ.get("STREAMREC_FUZZ_INTEGRATION_INPUTS", "2000"))
+INPUTS = int(os.environ.get("STREAMREC_FUZZ_INTEGRATION_INPUTS", "1000"))
 
 
 def test_poisoned_events_are_dead_lettered_whole_and_the_job_keeps_running(
