@@ -264,11 +264,12 @@ class RecommendationSink:
         the whole delivery timeout (and its restart replays from the last commit).
         """
         give_up = time.monotonic() + self._delivery_timeout_s
-        remaining = self.producer.flush(min(FLUSH_SLICE_S, self._delivery_timeout_s))
-        while remaining and (left := give_up - time.monotonic()) > 0:
+        while True:
+            left = max(give_up - time.monotonic(), 0.0)
+            remaining = int(self.producer.flush(min(FLUSH_SLICE_S, left)))
+            if not remaining or time.monotonic() >= give_up:
+                return remaining
             logger.warning("waiting for Kafka: %d messages undelivered", remaining)
-            remaining = self.producer.flush(min(FLUSH_SLICE_S, left))
-        return int(remaining)
 
     def _deliver_transaction(
         self, recommendations: Sequence[Recommendation], polled: Polled, stream: RequestStream

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from schemas.records import BEHAVIORS, MAX_EPOCH_MS, MAX_SAFE_INT, MIN_EPOCH_MS
@@ -219,8 +220,6 @@ def sample(strategy: st.SearchStrategy[bytes], n: int, largest: int = 0) -> list
     """``n`` examples of ``strategy``, the same on every run (for integration fuzzing,
     where the inputs go to a running service in one batch, not one test call each).
     ``largest`` > 0 leaves out bigger inputs (Kafka's producer refuses them)."""
-    from hypothesis import HealthCheck, Phase, given, settings
-
     drawn: list[bytes] = []
 
     @settings(max_examples=n, derandomize=True, database=None, phases=[Phase.generate],

@@ -163,6 +163,13 @@ final class BehaviorEventParser {
 
     /** The index of the first byte that is not well-formed UTF-8, or -1. */
     static int firstInvalidUtf8(byte[] bytes) {
+        int i = 0;
+        while (i < bytes.length && bytes[i] >= 0) {
+            i++;  // ASCII, nearly every event: no decoder, no buffer
+        }
+        if (i == bytes.length) {
+            return -1;
+        }
         CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder()
                 .onMalformedInput(CodingErrorAction.REPORT)
                 .onUnmappableCharacter(CodingErrorAction.REPORT);
