@@ -21,6 +21,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from inference.worker.errors import WorkerError
+from inference.worker.stuck import CallClock
 from schemas.codec import RecordCodec, recommendation_codec
 from schemas.consumer import CONSUMER_DEFAULTS
 from schemas.deadletter import DeadLetterPublisher
@@ -230,6 +231,7 @@ class RecommendationSink:
         self.dead_letters = DeadLetterPublisher(self.producer, consumer_name=group_id)
         self.codec = recommendation_codec()
         self._failures: list[str] = []
+        self.clock = CallClock()  # the worker watches it for a call blocked for good
 
     def deliver(
         self,
@@ -266,7 +268,11 @@ class RecommendationSink:
         give_up = time.monotonic() + self._delivery_timeout_s
         while True:
             left = max(give_up - time.monotonic(), 0.0)
-            remaining = int(self.producer.flush(min(FLUSH_SLICE_S, left)))
+            self.clock.start(min(FLUSH_SLICE_S, left))
+            try:
+                remaining = int(self.producer.flush(min(FLUSH_SLICE_S, left)))
+            finally:
+                self.clock.done()
             if not remaining or time.monotonic() >= give_up:
                 return remaining
             logger.warning("waiting for Kafka: %d messages undelivered", remaining)
@@ -319,18 +325,21 @@ class RecommendationSink:
         if self._failures:  # a committed transaction delivered everything: a bug if not
             raise DeliveryError(f"delivery failures: {self._failures[:3]}")
 
-    @staticmethod
-    def _retrying(call: Callable[[float], object], give_up: float) -> None:
+    def _retrying(self, call: Callable[[float], object], give_up: float) -> None:
         """``call(timeout)`` again while it fails with a retriable error, until ``give_up``."""
         while True:
+            timeout = max(1.0, min(FLUSH_SLICE_S, give_up - time.monotonic()))
+            self.clock.start(timeout)
             try:
-                call(max(1.0, min(FLUSH_SLICE_S, give_up - time.monotonic())))
+                call(timeout)
                 return
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
                 if not error.retriable() or time.monotonic() >= give_up:
                     raise
                 logger.warning("waiting for Kafka: %s", error)
+            finally:
+                self.clock.done()
 
     def _produce(self, recommendations: Sequence[Recommendation], polled: Polled) -> None:
         for message, error in polled.refused:
@@ -355,5 +364,10 @@ class RecommendationSink:
 
     def close(self) -> None:
         deadline = time.monotonic() + 10
-        while self.producer.flush(1) and time.monotonic() < deadline:
-            pass
+        try:
+            while self.producer.flush(1) and time.monotonic() < deadline:
+                pass
+        except KafkaException as exc:
+            # A fatal producer (fenced, or its transaction timed out during an outage)
+            # refuses even a flush; what it held is aborted, and the restart replays it.
+            logger.warning("producer closed with a fatal error: %s", exc.args[0])

@@ -41,6 +41,7 @@ from inference.worker.scoring import (
     TritonScorer,
 )
 from inference.worker.settings import WorkerSettings
+from inference.worker.stuck import unless_stuck
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.records import Recommendation
 
@@ -82,10 +83,6 @@ def redis_client(settings: WorkerSettings) -> redis.Redis:
         socket_connect_timeout=timeout,
         retry=Retry(NoBackoff(), 0),
     )
-
-
-# How long past the delivery timeout a delivery may run before it counts as stuck.
-STUCK_MARGIN_S = 30.0
 
 
 class Worker:
@@ -197,17 +194,9 @@ class Worker:
             self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
         start = time.perf_counter()
         delivery = asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
-        try:
-            # The sink gives up by itself after the delivery timeout; a call still
-            # running well past it is blocked inside librdkafka for good.
-            await asyncio.wait_for(
-                delivery, self.settings.delivery_timeout_ms / 1000 + STUCK_MARGIN_S
-            )
-        except TimeoutError:
-            raise DeliveryStuck(
-                f"a Kafka call has not returned {STUCK_MARGIN_S:.0f} s past the delivery "
-                f"timeout ({self.settings.delivery_timeout_ms} ms; librdkafka issues 5456/5511)"
-            ) from None
+        # The sink gives up by itself after the delivery timeout; a call of it still
+        # running well past its own timeout is blocked inside librdkafka for good.
+        await unless_stuck(delivery, self.sink.clock, self.settings.delivery_timeout_ms / 1000)
         self.metrics.stage_seconds.labels("produce").observe(time.perf_counter() - start)
         self._count(polled, recs)
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from inference.worker.kafka_io import RequestStream
+from inference.worker.kafka_io import DeliveryError, Polled, RecommendationSink, RequestStream
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
@@ -156,3 +156,25 @@ def test_messages_of_a_partition_revoked_while_gathering_leave_the_batch(
         producing.join()
         second.close()
         first.close()
+
+
+def test_a_fenced_sink_raises_a_delivery_error_and_still_closes(kafka: KafkaSettings) -> None:
+    """A transaction the broker gave up on (a timeout during an outage, or a newer instance
+    under the same id) makes the producer fatal: the delivery fails with DeliveryError
+    (the worker exits for a restart) and closing must not raise over it."""
+    topics = WorkerTopics.create(kafka, partitions=1)
+    group = f"g-{topics.requests}"
+    stream = RequestStream(kafka, topics.requests, group, request_codec(), True)
+    produce(kafka, topics.requests, _requests("fenced", 1))
+    polled = Polled()
+    while not polled.records:
+        polled = stream.poll(10, 1.0, lambda: False)
+    old = RecommendationSink(kafka, topics.output, group, "fenced-id", 10_000, 20_000)
+    newer = RecommendationSink(kafka, topics.output, group, "fenced-id", 10_000, 20_000)
+    try:
+        with pytest.raises(DeliveryError, match="fenced|epoch"):
+            old.deliver([], polled, stream)
+        old.close()  # raised KafkaException(_FENCED) before: the worker then exited 1
+    finally:
+        newer.close()
+        stream.close()

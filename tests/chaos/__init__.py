@@ -1,0 +1,1 @@
+"""The fault suite as a command (``make chaos``): faults under load, churn, poison."""

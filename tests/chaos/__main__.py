@@ -1,0 +1,3 @@
+from tests.chaos.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""The faults a chaos pass injects into the running stack, each timed as a window.
+
+Each fault acts on a service of the local stack through its pid file, the way an
+operator or the kernel would: SIGTERM (clean shutdown), SIGKILL of the whole
+process group (nothing flushed), SIGSTOP (alive, accepting connections, never
+answering). Restarts go through ``Stack.up``, which returns once the service is
+healthy: that moment ends the fault's window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import redis
+
+from jobs.localstack import Stack
+from jobs.localstack.process import group_members, read_pidfile
+from schemas.codec import wall_clock_ms
+from tests.chaos.ledger import FaultWindow
+
+
+@dataclass(frozen=True)
+class Fault:
+    name: str
+    service: str
+    inject: Callable[[Stack], None]  # returns once the service is back
+    kills: bool = False  # the service loses its memory (what it kept must be on disk)
+
+
+def _pid(stack: Stack, service: str) -> int:
+    pid = read_pidfile(stack.services[service].pidfile)
+    if pid is None:
+        raise RuntimeError(f"{service} is not running: no fault to inject")
+    return pid
+
+
+def _kill_group(stack: Stack, service: str) -> None:
+    pid = _pid(stack, service)
+    os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while group_members(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    # The stack spawned it from this process: reap it, or it lingers as a zombie.
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def terminate_then_restart(service: str, outage_s: float) -> Fault:
+    def inject(stack: Stack) -> None:
+        stack.down([service])
+        time.sleep(outage_s)
+        stack.up([service])
+
+    return Fault(f"{service} SIGTERM {outage_s:.0f}s", service, inject)
+
+
+def kill_then_restart(service: str, outage_s: float) -> Fault:
+    def inject(stack: Stack) -> None:
+        _kill_group(stack, service)
+        time.sleep(outage_s)
+        stack.up([service])
+
+    return Fault(f"{service} kill -9 {outage_s:.0f}s", service, inject, kills=True)
+
+
+def stop_then_continue(service: str, stopped_s: float) -> Fault:
+    def inject(stack: Stack) -> None:
+        pid = _pid(stack, service)
+        os.killpg(pid, signal.SIGSTOP)
+        try:
+            time.sleep(stopped_s)
+        finally:
+            os.killpg(pid, signal.SIGCONT)
+
+    return Fault(f"{service} SIGSTOP {stopped_s:.0f}s", service, inject)
+
+
+def run_fault(stack: Stack, fault: Fault) -> FaultWindow:
+    started = wall_clock_ms()
+    fault.inject(stack)
+    return FaultWindow(fault.name, started, wall_clock_ms())
+
+
+# The issue's schedule: broker, Redis and Triton faults, in an order that leaves each
+# part time to recover before the next one.
+def schedule(broker_outage_s: float = 20, broker_kill_s: float = 45) -> list[Fault]:
+    return [
+        terminate_then_restart("kafka", broker_outage_s),
+        kill_then_restart("redis", 5),
+        stop_then_continue("redis", 10),
+        stop_then_continue("triton", 15),
+        kill_then_restart("triton", 0),
+        kill_then_restart("kafka", broker_kill_s),
+    ]
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    keys: set[bytes]
+    out_of_stock: set[bytes]
+
+
+def store_snapshot(client: redis.Redis, inventory: str) -> StoreSnapshot:
+    """Every key of the online store, and the members of the out-of-stock set."""
+    keys = set(client.scan_iter(count=5000))
+    members: set[bytes] = client.smembers(inventory)  # type: ignore[assignment]
+    return StoreSnapshot(keys, members)
+
+
+def store_losses(before: StoreSnapshot, client: redis.Redis, inventory: str) -> list[str]:
+    """Keys and out-of-stock marks present before a restart that are gone after it.
+
+    Values may have moved on meanwhile (the writer keeps writing); only absence counts.
+    """
+    after = store_snapshot(client, inventory)
+    lost = [k.decode(errors="replace") for k in before.keys - after.keys]
+    lost += [f"out of stock: {m.decode()}" for m in before.out_of_stock - after.out_of_stock]
+    return sorted(lost)

@@ -1,0 +1,158 @@
+"""The load of a chaos run: requests and live events at steady rates, poison mixed in.
+
+Both streams keep producing through every fault: the producer buffers while the
+broker is away (its delivery timeout is longer than any outage here), as a real
+client would. Request ids are unique per pass; events carry the wall clock as
+their time, so the feature job's windows fire as they would in production.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+from confluent_kafka import Producer
+
+from schemas.codec import event_codec, request_codec
+from schemas.errors import InvalidRecord
+from schemas.kafka import KafkaSettings
+from schemas.records import BehaviorEvent, RecRequest
+
+# Longer than the longest outage (45 s) plus the broker's start: nothing is refused locally.
+DELIVERY_TIMEOUT_MS = 300_000
+
+
+def still_poison(raw: bytes, requests: bool) -> bool:
+    """Whether the codec refuses ``raw`` now (a mutation can leave a record valid)."""
+    codec = request_codec() if requests else event_codec()
+    try:
+        codec.decode(raw)
+    except InvalidRecord:
+        return True
+    return False
+
+
+class Paced(threading.Thread):
+    """Calls ``emit`` ``rate`` times a second until stopped; counts failed deliveries."""
+
+    def __init__(self, kafka: KafkaSettings, rate: float, name: str) -> None:
+        super().__init__(daemon=True, name=name)
+        self.producer = Producer(
+            kafka.client_config(
+                **{
+                    "linger.ms": 5,
+                    "enable.idempotence": True,
+                    "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
+                    "log_level": 2,  # connection errors during an outage are the point
+                }
+            )
+        )
+        self.rate = rate
+        self.failed = 0
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        started = time.monotonic()
+        for n in itertools.count():
+            # Paced against the start, so a slow produce call is caught up, not lost.
+            if self._stopping.wait(max(0.0, started + n / self.rate - time.monotonic())):
+                return
+            self.emit(n)
+            self.producer.poll(0)
+
+    def emit(self, n: int) -> None:
+        raise NotImplementedError
+
+    def send(self, topic: str, value: bytes, key: bytes | None) -> None:
+        while True:
+            try:
+                self.producer.produce(topic, value, key=key, on_delivery=self._delivered)
+                return
+            except BufferError:
+                self.producer.poll(0.05)
+
+    def _delivered(self, err: object, _message: object) -> None:
+        if err is not None:
+            self.failed += 1
+
+    def stop(self, flush_timeout_s: float = 300) -> None:
+        self._stopping.set()
+        self.join()
+        left = self.producer.flush(flush_timeout_s)
+        if left or self.failed:
+            raise RuntimeError(f"{self.name}: {left} undelivered, {self.failed} failed")
+
+
+class RequestLoad(Paced):
+    """Requests with ids ``<prefix>-<n>`` for ``users`` in turn; every ``poison_every``-th
+    send is a poison input instead (its bytes kept to find in the dead-letter topic)."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        topic: str,
+        rate: float,
+        users: Sequence[int],
+        prefix: str,
+        poison: Sequence[bytes] = (),
+        poison_every: int = 50,
+    ) -> None:
+        super().__init__(kafka, rate, f"requests-{prefix}")
+        self.topic, self.users, self.prefix = topic, list(users), prefix
+        self.codec = request_codec()
+        self.sent: dict[str, int] = {}
+        self.poison_sent: Counter[bytes] = Counter()
+        self._poison = iter(poison)
+        self.poison_every = poison_every
+
+    def emit(self, n: int) -> None:
+        if n % self.poison_every == self.poison_every - 1:
+            raw = next(self._poison, None)
+            if raw is not None:
+                self.send(self.topic, raw, None)
+                self.poison_sent[raw] += 1
+                return
+        user = self.users[n % len(self.users)]
+        now = int(time.time() * 1000)
+        request = RecRequest(request_id=f"{self.prefix}-{n}", user_id=user, ts=now, k=10)
+        self.send(self.topic, self.codec.encode(request), str(user).encode())
+        self.sent[request.request_id] = now
+
+
+class EventLoad(Paced):
+    """``events`` in a loop, each stamped with the wall clock; poison mixed in as above."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        topic: str,
+        rate: float,
+        events: Sequence[BehaviorEvent],
+        poison: Sequence[bytes] = (),
+        poison_every: int = 50,
+    ) -> None:
+        super().__init__(kafka, rate, "events")
+        self.topic = topic
+        self.codec = event_codec()
+        self.sent = 0
+        self.poison_sent: Counter[bytes] = Counter()
+        self._events: Iterator[BehaviorEvent] = itertools.cycle(events)
+        self._poison = iter(poison)
+        self.poison_every = poison_every
+
+    def emit(self, n: int) -> None:
+        if n % self.poison_every == self.poison_every - 1:
+            raw = next(self._poison, None)
+            if raw is not None:
+                self.send(self.topic, raw, None)
+                self.poison_sent[raw] += 1
+                return
+        event = next(self._events)
+        live = BehaviorEvent(
+            event.user_id, event.item_id, event.category_id, event.behavior, int(time.time() * 1000)
+        )
+        self.send(self.topic, self.codec.encode(live), str(live.user_id).encode())
+        self.sent += 1

@@ -1,0 +1,58 @@
+"""The chaos run's accounting: lost, duplicated, missing dead letters, fault windows."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from schemas.records import Recommendation
+from tests.chaos.ledger import FaultWindow, Ledger, fault_report, totals
+
+
+def answer(request_id: str, produced_at: int, degraded: bool = False) -> Recommendation:
+    return Recommendation(request_id, 1, [], "m", None, produced_at, degraded)
+
+
+def test_lost_and_duplicated_count_against_what_was_sent() -> None:
+    ledger = Ledger("eo", exactly_once=True, sent={"a": 0, "b": 0, "c": 0})
+    ledger.answers = [answer("a", 5), answer("a", 6), answer("a", 7), answer("b", 5)]
+    assert ledger.lost == 1  # c
+    assert ledger.duplicated == 2  # a twice more
+
+
+def test_poison_without_a_byte_exact_dead_letter_is_missing() -> None:
+    ledger = Ledger("eo", exactly_once=True)
+    ledger.poison_sent = Counter({b"x": 2, b"y": 1})
+    ledger.dead_letters = Counter({b"x": 1, b"y": 3, b"y-cut": 1})
+    assert ledger.dead_letters_missing == 1  # one x
+
+
+def test_a_fault_window_reports_its_requests_tail_and_recovery() -> None:
+    sent = {"before": 0, "in1": 100, "in2": 150, "after-degraded": 300, "after": 400}
+    answers = [
+        answer("before", 10),
+        answer("in1", 140, degraded=True),
+        answer("in2", 1150),
+        answer("after-degraded", 310, degraded=True),
+        answer("after", 420),
+    ]
+    report = fault_report(FaultWindow("f", 100, 200), sent, answers)
+    assert (report.asked, report.degraded) == (2, 1)
+    assert report.p99_ms == 1000
+    assert report.recovered_ms == 220  # the first undegraded answer after the window
+
+
+def test_a_request_lost_in_a_window_makes_its_tail_infinite_and_no_recovery_is_inf() -> None:
+    report = fault_report(FaultWindow("f", 0, 10), {"a": 5}, [])
+    assert math.isinf(report.p99_ms) and math.isinf(report.recovered_ms)
+
+
+def test_totals_split_duplicates_by_mode_and_pass_only_on_every_goal() -> None:
+    eo = Ledger("eo", True, sent={"a": 0}, answers=[answer("a", 1)])
+    alo = Ledger("alo", False, sent={"b": 0}, answers=[answer("b", 1), answer("b", 2)])
+    result = totals([eo, alo], unit_fuzz_inputs=20_000)
+    assert (result.duplicated_exactly_once, result.duplicated_at_least_once) == (0, 1)
+    assert result.requests == 2 and result.answered == 2 and result.passed
+    assert not totals([eo, alo], unit_fuzz_inputs=19_999).passed
+    eo.crashed.append("worker: exit 1")
+    assert not totals([eo], unit_fuzz_inputs=20_000).passed
