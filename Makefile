@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status test test-unit fuzz faults flake-check lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status test test-unit fuzz faults chaos soak flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e bench-sla eval-online
 
@@ -57,6 +57,13 @@ fuzz: $(STAMP) ## poison fuzzing: codec, Java parser parity, and FUZZ_INPUTS inp
 
 faults: $(STAMP) ## the fault runs too long for make test (marked long): broker restarts, Flink restore
 	$(PY) -m pytest -m long
+
+chaos: $(STAMP) ## the fault suite end to end under load (CHAOS_ARGS for flags; --help); ends with RESULT
+	$(PY) -m tests.chaos $(CHAOS_ARGS)
+
+MINUTES ?= 30
+soak: $(STAMP) ## the whole pipeline MINUTES long with kills, memory sampled every 30 s; ends with RESULT
+	$(PY) -m tests.chaos.soak --minutes $(MINUTES) $(SOAK_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no services)
 	$(PY) -m pytest -m "not integration"

@@ -8,6 +8,7 @@ secured clusters, librdkafka properties in ``STREAMREC_KAFKA_CONFIG``
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from schemas.settings import ENV_PREFIX as ENV_PREFIX  # re-exported: roles import it from here
 from schemas.settings import Settings, setting
 from schemas.settings import parse_properties as parse_properties
+
+_log = logging.getLogger(__name__)
 
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 # Dead letters carry the original bytes base64-encoded: a third bigger than the
@@ -95,6 +98,35 @@ def ensure_topics(
                 raise
     _wait_for_leaders(admin, created, timeout_s)
     return created
+
+
+# EX_TEMPFAIL: the exit of a part that ends so that its restart resumes cleanly (Kafka
+# away past every timeout, a client blocked for good); a supervisor restarts it.
+EXIT_RESTART = 75
+# Between two tries while the brokers are away at start.
+START_RETRY_S = 2.0
+
+
+def ensure_topics_once_up(
+    settings: KafkaSettings, specs: Iterable[TopicSpec], wait_s: float
+) -> list[str] | None:
+    """:func:`ensure_topics`, waiting up to ``wait_s`` for the brokers; None if they never came.
+
+    A part started while Kafka restarts (a supervisor restarting it, a rollout during
+    a broker upgrade) waits for it, as it would in the middle of its work, instead
+    of crashing on its first metadata request.
+    """
+    specs = list(specs)
+    give_up = time.monotonic() + wait_s
+    while True:
+        try:
+            return ensure_topics(settings, specs)
+        except KafkaException as exc:
+            if time.monotonic() + START_RETRY_S > give_up:
+                _log.error("Kafka unreachable for %.0f s: %s", wait_s, exc.args[0])
+                return None
+            _log.warning("waiting for Kafka: %s", exc.args[0])
+            time.sleep(START_RETRY_S)
 
 
 def _wait_for_leaders(admin: AdminClient, topics: list[str], timeout_s: float) -> None:

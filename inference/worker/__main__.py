@@ -17,13 +17,13 @@ from inference.worker.kafka_io import DeliveryError
 from inference.worker.metrics import WorkerMetrics, serve
 from inference.worker.settings import parse_args, settings_from
 from inference.worker.worker import Worker
-from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("inference.worker")
-# EX_TEMPFAIL: Kafka was away past the delivery timeout; a restart is the remedy (it
-# replays from the last commit, and aborts a transaction left open).
-EXIT_RESTART = 75
+__all__ = ["EXIT_RESTART", "main"]
+# EXIT_RESTART (75): Kafka was away past the delivery timeout; a restart is the remedy
+# (it replays from the last commit, and aborts a transaction left open).
 
 
 async def _run(worker: Worker) -> int:
@@ -58,14 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from(args)
         logger.info("settings: %s", settings.describe())
         artifacts = ModelArtifacts.load(settings.model_dir)
-        ensure_topics(
-            settings.kafka,
-            [
-                TopicSpec(settings.requests_topic, partitions=4),
-                TopicSpec(settings.output_topic, partitions=4),
-                dead_letter_spec(dead_letter_topic(settings.requests_topic)),
-            ],
-        )
+        topics = [
+            TopicSpec(settings.requests_topic, partitions=4),
+            TopicSpec(settings.output_topic, partitions=4),
+            dead_letter_spec(dead_letter_topic(settings.requests_topic)),
+        ]
+        if (
+            ensure_topics_once_up(settings.kafka, topics, settings.delivery_timeout_ms / 1000)
+            is None
+        ):
+            return EXIT_RESTART  # Kafka away as long as a delivery may wait: restart later
         metrics = WorkerMetrics()
         serve(metrics, settings.metrics_port)
         worker = Worker(settings, artifacts, metrics)

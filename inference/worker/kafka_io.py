@@ -61,9 +61,12 @@ class RequestStream:
         group_id: str,
         codec: RecordCodec[RecRequest],
         exactly_once: bool,
+        session_timeout_ms: int = 45_000,
     ) -> None:
         config = settings.client_config(**CONSUMER_DEFAULTS)
         config["group.id"] = group_id
+        config["session.timeout.ms"] = session_timeout_ms
+        config["heartbeat.interval.ms"] = max(1000, session_timeout_ms // 3)
         if exactly_once:
             # Never read another transaction's uncommitted output (relevant if chained).
             config["isolation.level"] = "read_committed"

@@ -186,6 +186,15 @@ class WorkerSettings(Settings):
         env="STREAMREC_WORKER_DELIVERY_TIMEOUT_MS",
         help="how long a batch may wait for Kafka before the worker gives up",
     )
+    # A worker that dies unannounced (kill -9, a lost node) keeps its partitions this
+    # long; so the restart of a killed worker waits as long before its group lets it
+    # in (Kafka's default, 45 s, was most of a restart's gap). The broker's floor is 6 s;
+    # heartbeats come from librdkafka's own thread, so a busy worker does not miss them.
+    session_timeout_ms: int = setting(
+        10_000,
+        env="STREAMREC_WORKER_SESSION_TIMEOUT_MS",
+        help="a worker silent this long leaves its consumer group",
+    )
     metrics_port: int = setting(
         9108, env="STREAMREC_WORKER_METRICS_PORT", help="Prometheus /metrics (0 = off)"
     )
@@ -194,7 +203,7 @@ class WorkerSettings(Settings):
         positive = (
             "batch_size", "users_per_request", "max_inflight",
             "triton_timeout_ms", "redis_timeout_ms", "max_candidates", "max_per_category",
-            "transaction_timeout_ms", "delivery_timeout_ms",
+            "transaction_timeout_ms", "delivery_timeout_ms", "session_timeout_ms",
         )  # fmt: skip
         for name in positive:
             if (value := getattr(self, name)) < 1:

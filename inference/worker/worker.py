@@ -106,6 +106,7 @@ class Worker:
             settings.group_id,
             request_codec(),
             settings.exactly_once,
+            settings.session_timeout_ms,
         )
         self._instance: InstanceClaim | None = None
         self.sink = RecommendationSink(

@@ -16,11 +16,15 @@ from jobs.feature_writer.loop import FeatureWriterLoop
 from jobs.feature_writer.settings import WriterSettings, parse_args, settings_from
 from schemas.codec import feature_update_codec
 from schemas.consumer import RecordConsumer
-from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
 from schemas.online.redis_store import OnlineStoreWriter
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("jobs.feature_writer")
+
+
+# How long a writer started while Kafka is away waits for it before exiting for a restart.
+START_WAIT_S = 300.0
 
 
 def redis_client(url: str) -> redis.Redis:
@@ -30,13 +34,12 @@ def redis_client(url: str) -> redis.Redis:
 
 def build_loop(settings: WriterSettings, stop: threading.Event | None = None) -> FeatureWriterLoop:
     """Consumer, online-store writer and loop wired from ``settings``."""
-    ensure_topics(
-        settings.kafka,
-        [
-            TopicSpec(settings.topic, partitions=4),
-            dead_letter_spec(dead_letter_topic(settings.topic)),
-        ],
-    )
+    topics = [
+        TopicSpec(settings.topic, partitions=4),
+        dead_letter_spec(dead_letter_topic(settings.topic)),
+    ]
+    if ensure_topics_once_up(settings.kafka, topics, START_WAIT_S) is None:
+        raise SystemExit(EXIT_RESTART)
     consumer: RecordConsumer[Any] = RecordConsumer(
         settings.kafka, [settings.topic], settings.group_id, feature_update_codec()
     )

@@ -24,7 +24,13 @@ from jobs.features.checkpoints import latest_checkpoint
 from jobs.features.functions_jar import functions_jar
 from jobs.features.maven import kafka_connector_jar
 from jobs.features.settings import FeatureJobSettings
-from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
+from schemas.kafka import (
+    EXIT_RESTART,
+    KafkaSettings,
+    TopicSpec,
+    dead_letter_spec,
+    ensure_topics_once_up,
+)
 from schemas.settings import CACHE_DIR_ENV, cache_dir
 
 CHANGELOG_PARTITIONS = 4
@@ -39,7 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
     FeatureJobSettings.add_flags(parser)
     # Kept from before --no-from-earliest: same meaning.
     parser.add_argument("--from-group-offsets", action="store_true", help="= --no-from-earliest")
-    parser.add_argument("--restore-from", help="checkpoint path, or 'latest' in --checkpoint-dir")
+    parser.add_argument(
+        "--restore-from",
+        help="checkpoint path; 'latest' in --checkpoint-dir (an error if none); 'auto': the "
+        "latest if there is one, else a fresh start (what a restart policy wants)",
+    )
     parser.add_argument("--explain", action="store_true", help="print the SQL and exit")
     parser.add_argument(
         "--detach", action="store_true", help="submit and return (for `flink run -d`)"
@@ -54,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# How long a job started while Kafka is away waits for it before exiting for a restart.
+START_WAIT_S = 300.0
+
+
 def settings_from(args: argparse.Namespace, cache_dir: Path) -> FeatureJobSettings:
     """Environment, then flags; the jars are built (or found) only when none is given."""
     if args.from_group_offsets:
@@ -63,12 +77,14 @@ def settings_from(args: argparse.Namespace, cache_dir: Path) -> FeatureJobSettin
 
 
 def restore_path(args: argparse.Namespace, settings: FeatureJobSettings) -> str | None:
-    if args.restore_from != "latest":
+    if args.restore_from not in ("latest", "auto"):
         return str(args.restore_from) if args.restore_from else None
     if settings.checkpoint_dir is None:
-        raise SystemExit("--restore-from latest needs --checkpoint-dir")
+        raise SystemExit(f"--restore-from {args.restore_from} needs --checkpoint-dir")
     found = latest_checkpoint(settings.checkpoint_dir)
     if found is None:
+        if args.restore_from == "auto":
+            return None  # the first start: nothing to restore yet
         raise SystemExit(f"no complete checkpoint under {settings.checkpoint_dir}")
     return found.resolve().as_uri()
 
@@ -112,17 +128,18 @@ def main(argv: list[str] | None = None) -> int:
         print(";\n\n".join([*ddl, *inserts]) + ";")
         return 0
     kafka = KafkaSettings(settings.bootstrap_servers, settings.kafka_properties)
-    ensure_topics(
-        kafka,
-        [
-            TopicSpec(settings.changelog_topic, CHANGELOG_PARTITIONS),
-            TopicSpec(
-                settings.dead_letter_topic,
-                dead_letter_spec(settings.dead_letter_topic).partitions,
-                {"max.message.bytes": str(settings.dead_letter_max_bytes)},
-            ),
-        ],
-    )
+    topics = [
+        TopicSpec(settings.changelog_topic, CHANGELOG_PARTITIONS),
+        TopicSpec(
+            settings.dead_letter_topic,
+            dead_letter_spec(settings.dead_letter_topic).partitions,
+            {"max.message.bytes": str(settings.dead_letter_max_bytes)},
+        ),
+    ]
+    # Started while Kafka is away (a restart during a broker restart): wait, as the
+    # running job's own clients would.
+    if ensure_topics_once_up(kafka, topics, START_WAIT_S) is None:
+        return EXIT_RESTART
     settings = fit_dead_letters_to_topic(kafka, settings)
     restore = restore_path(args, settings)
     shown = settings.describe() + (f", restoring {restore}" if restore else "")

@@ -25,30 +25,19 @@ import math
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
-from inference.serving import repository
-from jobs.datasets import RowAudit, read_dataset
-from jobs.demo.loop import part_environment
-from jobs.demo.services import SERVED_MODEL, ensure_model
-from jobs.localstack import Stack, StackSettings
-from schemas.kafka import KafkaSettings
+from jobs.demo.services import ensure_model
 from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 from tests.chaos.faults import schedule
 from tests.chaos.ledger import Ledger, Totals, totals
-from tests.chaos.passes import ChaosEnv, ChurnConfig, PassConfig, churn_pass, fault_pass, say
-from tests.chaos.streams import still_poison
-from tests.conftest import REPO_ROOT, free_port
-from tests.support.poison import poisoned_events, poisoned_requests, sample
+from tests.chaos.passes import ChurnConfig, PassConfig, churn_pass, fault_pass, say
+from tests.chaos.stack import chaos_stack
+from tests.conftest import REPO_ROOT
 
 UNIT_FUZZ_TESTS = ["tests/schemas/test_codec_fuzz.py", "tests/jobs/features/test_parser_parity.py"]
-# Kafka's producer refuses a record over 1 MiB; the worker's and job's limits are tested
-# at their own edge by the unit fuzzing.
-LARGEST_POISON = 900_000
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -72,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fuzzed = unit_fuzz(args.fuzz_examples)
     ensure_model(args.model_dir)
     ledgers: list[Ledger] = []
-    with chaos_stack(args) as chaos:
+    with chaos_stack(args.model_dir, args.poison) as chaos:
         config = PassConfig(rate=args.rate, event_rate=args.event_rate, settle_s=args.settle)
         for mode in filter(None, args.modes.split(",")):
             ledgers.append(fault_pass(chaos, mode == "exactly-once", schedule(), config))
@@ -93,52 +82,6 @@ def unit_fuzz(examples: int) -> int:
         cwd=REPO_ROOT, env=env, check=False,
     )  # fmt: skip
     return 2 * examples if done.returncode == 0 else 0
-
-
-@contextmanager
-def chaos_stack(args: argparse.Namespace) -> Iterator[ChaosEnv]:
-    """Kafka, Redis and Triton of this run's own (on free ports: faults stop them)."""
-    home = REPO_ROOT / ".stack" / f"chaos-{time.strftime('%Y%m%d-%H%M%S')}"
-    settings = StackSettings(
-        home=home,
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        kafka_port=free_port(), kafka_controller_port=free_port(), redis_port=free_port(),
-        triton_http_port=free_port(), triton_grpc_port=free_port(),
-        triton_metrics_port=free_port(),
-    )  # fmt: skip
-    model_dir = args.model_dir.resolve()
-    repository.publish(model_dir, settings.model_repository)
-    stack = Stack(settings)
-    say(f"starting Kafka, Redis and Triton in {home}")
-    stack.up(["kafka", "redis", "triton"])
-    try:
-        kafka = KafkaSettings(settings.kafka_bootstrap)
-        env = part_environment(kafka, settings.redis_url, {
-            "STREAMREC_TRITON_URL": settings.triton_grpc_url,
-            "STREAMREC_TRITON_MODEL": SERVED_MODEL,
-            "STREAMREC_MODEL_DIR": str(model_dir),
-        })  # fmt: skip
-        events = list(read_dataset("taobao", None, RowAudit()))[:20_000]
-        say(f"drawing {args.poison} poison events and requests")
-        yield ChaosEnv(
-            stack=stack,
-            kafka=kafka,
-            redis_url=settings.redis_url,
-            env=env,
-            model_dir=model_dir,
-            log_dir=home / "parts",
-            events=events,
-            users=sorted({event.user_id for event in events}),
-            poison_requests=drawn_poison(True, args.poison),
-            poison_events=drawn_poison(False, args.poison),
-        )
-    finally:
-        stack.down(["kafka", "redis", "triton"])
-
-
-def drawn_poison(requests: bool, n: int) -> list[bytes]:
-    strategy = poisoned_requests() if requests else poisoned_events()
-    return [raw for raw in sample(strategy, n, LARGEST_POISON) if still_poison(raw, requests)]
 
 
 def report(ledgers: Sequence[Ledger], result: Totals, out: Path) -> None:

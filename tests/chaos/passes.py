@@ -100,6 +100,13 @@ def mode_settings(exactly_once: bool, log_dir: Path) -> dict[str, str]:
     return {"exactly_once": "true", "instance_lock_dir": str(log_dir / "slots")}
 
 
+def feature_job(topics: RunTopics, run_id: str, log_dir: Path) -> Part:
+    """The feature job with checkpoints, restoring the latest one whenever it restarts."""
+    part = feature_job_part(topics.events, topics.changelog, run_id, log_dir)
+    part.argv += ["--checkpoint-dir", str(log_dir / "checkpoints"), "--restore-from", "auto"]
+    return part
+
+
 def fault_pass(
     chaos: ChaosEnv, exactly_once: bool, faults: Sequence[Fault], config: PassConfig
 ) -> Ledger:
@@ -113,7 +120,7 @@ def fault_pass(
         topics, run_id, chaos.model_dir, log_dir, "worker", **mode_settings(exactly_once, log_dir)
     )
     parts = [
-        feature_job_part(topics.events, topics.changelog, run_id, log_dir),
+        feature_job(topics, run_id, log_dir),
         writer_part(topics.changelog, run_id, log_dir),
         worker,
     ]

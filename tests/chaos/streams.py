@@ -12,7 +12,7 @@ import itertools
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from confluent_kafka import Producer
 
@@ -40,16 +40,15 @@ class Paced(threading.Thread):
 
     def __init__(self, kafka: KafkaSettings, rate: float, name: str) -> None:
         super().__init__(daemon=True, name=name)
-        self.producer = Producer(
-            kafka.client_config(
-                **{
-                    "linger.ms": 5,
-                    "enable.idempotence": True,
-                    "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
-                    "log_level": 2,  # connection errors during an outage are the point
-                }
-            )
+        config = kafka.client_config(
+            **{
+                "linger.ms": 5,
+                "enable.idempotence": True,
+                "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
+            }
         )
+        config["log_level"] = 2  # connection errors during an outage are the point, not news
+        self.producer = Producer(config)
         self.rate = rate
         self.failed = 0
         self._stopping = threading.Event()
@@ -99,8 +98,10 @@ class RequestLoad(Paced):
         prefix: str,
         poison: Sequence[bytes] = (),
         poison_every: int = 50,
+        user_offset: Callable[[], int] = lambda: 0,
     ) -> None:
         super().__init__(kafka, rate, f"requests-{prefix}")
+        self.user_offset = user_offset
         self.topic, self.users, self.prefix = topic, list(users), prefix
         self.codec = request_codec()
         self.sent: dict[str, int] = {}
@@ -115,15 +116,24 @@ class RequestLoad(Paced):
                 self.send(self.topic, raw, None)
                 self.poison_sent[raw] += 1
                 return
-        user = self.users[n % len(self.users)]
+        user = self.users[n % len(self.users)] + self.user_offset()
         now = int(time.time() * 1000)
         request = RecRequest(request_id=f"{self.prefix}-{n}", user_id=user, ts=now, k=10)
         self.send(self.topic, self.codec.encode(request), str(user).encode())
         self.sent[request.request_id] = now
 
 
+# Added to every user id on each new lap through the events (``new_users``): far above
+# the Taobao ids (under 10^6), far below the largest id a record may carry.
+USER_STRIDE = 10_000_000
+
+
 class EventLoad(Paced):
-    """``events`` in a loop, each stamped with the wall clock; poison mixed in as above."""
+    """``events`` in a loop, each stamped with the wall clock; poison mixed in as above.
+
+    With ``new_users`` each lap through the events is by users never seen before
+    (ids shifted by ``USER_STRIDE`` per lap), as a live service keeps meeting them.
+    """
 
     def __init__(
         self,
@@ -133,15 +143,21 @@ class EventLoad(Paced):
         events: Sequence[BehaviorEvent],
         poison: Sequence[bytes] = (),
         poison_every: int = 50,
+        new_users: bool = False,
     ) -> None:
         super().__init__(kafka, rate, "events")
         self.topic = topic
         self.codec = event_codec()
         self.sent = 0
         self.poison_sent: Counter[bytes] = Counter()
-        self._events: Iterator[BehaviorEvent] = itertools.cycle(events)
+        self.events = list(events)
         self._poison = iter(poison)
         self.poison_every = poison_every
+        self.new_users = new_users
+
+    def user_offset(self) -> int:
+        """What the current lap adds to user ids (0 unless ``new_users``)."""
+        return USER_STRIDE * (self.sent // len(self.events)) if self.new_users else 0
 
     def emit(self, n: int) -> None:
         if n % self.poison_every == self.poison_every - 1:
@@ -150,9 +166,9 @@ class EventLoad(Paced):
                 self.send(self.topic, raw, None)
                 self.poison_sent[raw] += 1
                 return
-        event = next(self._events)
-        live = BehaviorEvent(
-            event.user_id, event.item_id, event.category_id, event.behavior, int(time.time() * 1000)
-        )
+        event = self.events[self.sent % len(self.events)]
+        user = event.user_id + self.user_offset()
+        now = int(time.time() * 1000)
+        live = BehaviorEvent(user, event.item_id, event.category_id, event.behavior, now)
         self.send(self.topic, self.codec.encode(live), str(live.user_id).encode())
         self.sent += 1

@@ -13,9 +13,9 @@ import threading
 import time
 from collections.abc import Mapping
 
-from inference.worker.__main__ import EXIT_RESTART
 from jobs.demo.processes import Part
 from jobs.localstack.process import group_members, tail
+from schemas.kafka import EXIT_RESTART
 
 POLL_S = 0.5
 

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from inference.worker.__main__ import EXIT_RESTART
 from jobs.localstack import Stack, StackSettings
 from schemas.codec import request_codec
-from schemas.kafka import KafkaSettings
+from schemas.kafka import EXIT_RESTART, KafkaSettings
 from schemas.records import RecRequest
 from tests.conftest import REPO_ROOT, TritonServer, free_port
 from tests.inference.worker.conftest import StartWorker

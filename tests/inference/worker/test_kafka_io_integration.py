@@ -172,7 +172,7 @@ def test_a_fenced_sink_raises_a_delivery_error_and_still_closes(kafka: KafkaSett
     old = RecommendationSink(kafka, topics.output, group, "fenced-id", 10_000, 20_000)
     newer = RecommendationSink(kafka, topics.output, group, "fenced-id", 10_000, 20_000)
     try:
-        with pytest.raises(DeliveryError, match="fenced|epoch"):
+        with pytest.raises(DeliveryError, match=r"fenced|epoch"):
             old.deliver([], polled, stream)
         old.close()  # raised KafkaException(_FENCED) before: the worker then exited 1
     finally:

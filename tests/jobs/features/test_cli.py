@@ -46,3 +46,17 @@ def test_restore_latest_needs_a_complete_checkpoint(tmp_path: Path) -> None:
     checkpoint.mkdir(parents=True)
     (checkpoint / "_metadata").write_text("")
     assert restore_path(args, settings) == checkpoint.resolve().as_uri()
+
+
+def test_restore_auto_starts_fresh_without_a_checkpoint_and_restores_the_latest_after(
+    tmp_path: Path,
+) -> None:
+    args = build_parser().parse_args(
+        ["--restore-from", "auto", "--checkpoint-dir", str(tmp_path), "--jar", "x.jar"]
+    )
+    settings = settings_from(args, tmp_path)
+    assert restore_path(args, settings) is None
+    checkpoint = tmp_path / "0fcc306ede87cbd130736248a5e38c4c" / "chk-7"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "_metadata").write_text("")
+    assert restore_path(args, settings) == checkpoint.resolve().as_uri()

@@ -1,0 +1,111 @@
+"""Samples what a soak watches, every ``every_s``: memory of every process and store.
+
+RSS is summed over a process's whole group (a part spawns children: the feature
+job its JVM, Triton its python-backend stubs), read from ``/proc``. Redis reports
+``used_memory``; the Flink state size is the newest checkpoint's size on disk;
+Triton's queue is ``nv_inference_pending_request_count`` from its metrics.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from jobs.features.checkpoints import latest_checkpoint
+from jobs.localstack.process import group_members
+from tests.chaos.growth import Sample
+
+MB = 1024 * 1024
+
+
+def group_rss_mb(pid: int) -> float:
+    total_kb = 0
+    for member in group_members(pid) or [pid]:
+        try:
+            status = Path(f"/proc/{member}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total_kb += int(line.split()[1])
+    return total_kb / 1024
+
+
+def directory_mb(path: Path | None) -> float:
+    if path is None or not path.exists():
+        return 0.0
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / MB
+
+
+def triton_pending(metrics_url: str) -> float:
+    try:
+        with urllib.request.urlopen(f"{metrics_url}/metrics", timeout=5) as response:
+            text = response.read().decode()
+    except OSError:
+        return float("nan")
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("nv_inference_pending_request_count{")
+    )
+
+
+class Sampler(threading.Thread):
+    """``series[name]`` grows by one :data:`Sample` per process and gauge every tick."""
+
+    def __init__(
+        self,
+        processes: Mapping[str, Callable[[], int | None]],  # name → current pid
+        redis_url: str,
+        checkpoint_dir: Path,
+        triton_metrics_url: str,
+        every_s: float = 30.0,
+    ) -> None:
+        super().__init__(daemon=True, name="sampler")
+        self.processes = processes
+        self.client = redis.Redis.from_url(redis_url, socket_timeout=5)
+        self.checkpoint_dir = checkpoint_dir
+        self.triton_metrics_url = triton_metrics_url
+        self.every_s = every_s
+        self.series: dict[str, list[Sample]] = {}
+        self._started = time.monotonic()
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while True:
+            self.sample()
+            if self._stopping.wait(self.every_s):
+                return
+
+    def sample(self) -> None:
+        minute = (time.monotonic() - self._started) / 60
+        for name, pid_of in self.processes.items():
+            pid = pid_of()
+            if pid is not None:
+                self._add(f"rss {name}", minute, group_rss_mb(pid), pid)
+        try:
+            info: dict[str, Any] = self.client.info("memory")  # type: ignore[assignment]
+            used = float(info["used_memory"]) / MB
+        except redis.RedisError:
+            used = float("nan")  # Redis being restarted: a gap, not a zero
+        self._add("redis used_memory", minute, used, 0)
+        self._add(
+            "flink checkpoint", minute, directory_mb(latest_checkpoint(self.checkpoint_dir)), 0
+        )
+        self._add("triton queue", minute, triton_pending(self.triton_metrics_url), 0)
+
+    def _add(self, name: str, minute: float, value: float, pid: int) -> None:
+        if value == value:  # NaN: no reading this time
+            self.series.setdefault(name, []).append((minute, value, pid))
+
+    def stop(self) -> dict[str, list[Sample]]:
+        self._stopping.set()
+        self.join()
+        self.client.close()
+        return self.series
