@@ -31,7 +31,7 @@ from pathlib import Path
 from jobs.demo.services import ensure_model
 from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
-from tests.chaos.faults import schedule
+from tests.chaos.faults import SCHEDULE, schedule
 from tests.chaos.ledger import Ledger, Totals, totals
 from tests.chaos.passes import ChurnConfig, PassConfig, churn_pass, fault_pass, say
 from tests.chaos.stack import chaos_stack
@@ -50,6 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--event-rate", type=float, default=200.0, help="events/s")
     parser.add_argument("--settle", type=float, default=20.0, help="seconds between faults")
     parser.add_argument("--modes", default="exactly-once,at-least-once", help="fault passes")
+    parser.add_argument(
+        "--faults", default=",".join(SCHEDULE), help="the faults of a pass, in order (comma list)"
+    )
     parser.add_argument("--churn-seconds", type=float, default=180.0, help="0: no churn pass")
     parser.add_argument("--churn-rate", type=float, default=300.0, help="requests/s in churn")
     parser.add_argument("--fuzz-examples", type=int, default=10_000, help="per record type")
@@ -64,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with chaos_stack(args.model_dir, args.poison) as chaos:
         config = PassConfig(rate=args.rate, event_rate=args.event_rate, settle_s=args.settle)
         for mode in filter(None, args.modes.split(",")):
-            ledgers.append(fault_pass(chaos, mode == "exactly-once", schedule(), config))
+            ledgers.append(fault_pass(chaos, mode == "exactly-once", schedule(args.faults), config))
         if args.churn_seconds > 0:
             churn = ChurnConfig(rate=args.churn_rate, seconds=args.churn_seconds)
             ledgers.append(churn_pass(chaos, churn))
@@ -96,11 +99,11 @@ def report(ledgers: Sequence[Ledger], result: Totals, out: Path) -> None:
     print()
     print_table(
         ["pass", "requests", "lost", "duplicated", "restarts", "crashed", "poison", "dlq missing",
-         "valid in dlq", "store losses"],
+         "valid requests in dlq", "late events", "store losses"],
         [[ledger.name, str(len(ledger.sent)), str(ledger.lost), str(ledger.duplicated),
           str(ledger.restarts), str(len(ledger.crashed)), str(ledger.poison_sent.total()),
           str(ledger.dead_letters_missing), str(ledger.unexpected_dead_letters.total()),
-          str(len(ledger.store_losses))] for ledger in ledgers],
+          str(ledger.late_events), str(len(ledger.store_losses))] for ledger in ledgers],
     )  # fmt: skip
     for ledger in ledgers:
         for crash in ledger.crashed:

@@ -47,8 +47,12 @@ class Ledger:
     faults: list[FaultWindow] = field(default_factory=list)
     crashed: list[str] = field(default_factory=list)  # "<part>: exit <code>"
     restarts: int = 0  # exits asking for a restart (the worker's 75), answered by the supervisor
-    # Dead letters of no poison sent (valid records refused), by "<kind>: <error>".
+    # Dead letters of no poison sent: valid requests refused (a goal: none), by reason.
     unexpected_dead_letters: Counter[str] = field(default_factory=Counter)
+    # Valid events the feature job dead-lettered as late (behind its watermark): the
+    # contract for late events, so counted apart; replayable from the DLQ.
+    late_events: int = 0
+    baseline: FaultWindow | None = None  # the load before the first fault
     store_losses: list[str] = field(default_factory=list)  # keys or marks gone after a restart
 
     @property
@@ -70,7 +74,8 @@ class Ledger:
         return sum((self.poison_sent - self.dead_letters).values())
 
     def fault_reports(self) -> list[FaultReport]:
-        return [fault_report(window, self.sent, self.answers) for window in self.faults]
+        windows = [self.baseline] if self.baseline else []
+        return [fault_report(window, self.sent, self.answers) for window in windows + self.faults]
 
 
 def fault_report(
@@ -106,6 +111,7 @@ class Totals:
     crashed: int
     dead_letters_missing: int
     valid_dead_lettered: int
+    late_events: int
     store_losses: int
 
     @property
@@ -152,5 +158,6 @@ def totals(ledgers: Sequence[Ledger], unit_fuzz_inputs: int) -> Totals:
         crashed=sum(len(ledger.crashed) for ledger in ledgers),
         dead_letters_missing=sum(ledger.dead_letters_missing for ledger in ledgers),
         valid_dead_lettered=sum(ledger.unexpected_dead_letters.total() for ledger in ledgers),
+        late_events=sum(ledger.late_events for ledger in ledgers),
         store_losses=sum(len(ledger.store_losses) for ledger in ledgers),
     )

@@ -142,7 +142,9 @@ def fault_pass(
     events.start()
     requests.start()
     try:
+        loaded_at = int(time.time() * 1000)
         time.sleep(config.settle_s)
+        ledger.baseline = FaultWindow("none (baseline)", loaded_at, int(time.time() * 1000))
         for fault in faults:
             say(f"{mode}: {fault.name}")
             loses_memory = fault.kills and fault.service == "redis"
@@ -189,10 +191,13 @@ def read_outcome(kafka: KafkaSettings, topics: RunTopics, ledger: Ledger) -> Non
         for letter in read_all(kafka, dead_letter_topic(source), dead_letter_codec().decode)
     ]
     ledger.dead_letters = Counter(letter.original for letter in letters)
+    valid = [letter for letter in letters if letter.original not in ledger.poison_sent]
+    late = [v.source_topic == topics.events and v.error_kind == "late" for v in valid]
+    ledger.late_events = sum(late)
     ledger.unexpected_dead_letters = Counter(
         f"{letter.source_topic} {letter.error_kind}: {letter.error[:120]}"
-        for letter in letters
-        if letter.original not in ledger.poison_sent
+        for letter, is_late in zip(valid, late, strict=True)
+        if not is_late
     )
 
 

@@ -7,6 +7,7 @@ developer's stack; everything lives under ``.stack/chaos-<time>`` (logs kept).
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -68,6 +69,11 @@ def chaos_stack(model_dir: Path, poison: int) -> Iterator[ChaosEnv]:
         )
     finally:
         stack.down(["kafka", "redis", "triton"])
+        # The logs stay for a post-mortem; the data (topics, the store) is of no use.
+        data = [home / "kafka" / "data", home / "redis" / "appendonlydir", home / "models"]
+        for path in data + list(home.glob("parts/*/checkpoints")):
+            shutil.rmtree(path, ignore_errors=True)
+        say(f"logs kept in {home}")
 
 
 def drawn_poison(requests: bool, n: int) -> list[bytes]:
