@@ -28,6 +28,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from inference.worker.kafka_io import AUTO_COMMIT_INTERVAL_MS
+from inference.worker.settings import WorkerSettings
 from jobs.demo.services import ensure_model
 from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
@@ -37,6 +39,9 @@ from tests.chaos.passes import ChurnConfig, PassConfig, churn_pass, fault_pass, 
 from tests.chaos.stack import chaos_stack
 from tests.conftest import REPO_ROOT
 
+# The worker's defaults: its batch size, and its background commit's interval.
+BATCH_SIZE = WorkerSettings.batch_size
+COMMIT_S = AUTO_COMMIT_INTERVAL_MS / 1000
 UNIT_FUZZ_TESTS = ["tests/schemas/test_codec_fuzz.py", "tests/jobs/features/test_parser_parity.py"]
 
 
@@ -72,8 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             churn = ChurnConfig(rate=args.churn_rate, seconds=args.churn_seconds)
             ledgers.append(churn_pass(chaos, churn))
     result = totals(ledgers, fuzzed)
-    report(ledgers, result, args.out)
-    return 0 if result.passed else 1
+    bounds = {
+        ledger.name: ledger.duplicate_bound(BATCH_SIZE, args.rate, COMMIT_S) for ledger in ledgers
+    }
+    within = all(
+        ledger.duplicated <= bounds[ledger.name] for ledger in ledgers if not ledger.exactly_once
+    )
+    report(ledgers, result, bounds, args.out)
+    return 0 if result.passed and within else 1
 
 
 def unit_fuzz(examples: int) -> int:
@@ -87,7 +98,7 @@ def unit_fuzz(examples: int) -> int:
     return 2 * examples if done.returncode == 0 else 0
 
 
-def report(ledgers: Sequence[Ledger], result: Totals, out: Path) -> None:
+def report(ledgers: Sequence[Ledger], result: Totals, bounds: dict[str, float], out: Path) -> None:
     rows = [
         [ledger.name, fault.name, str(fault.asked), str(fault.degraded), ms(fault.p99_ms),
          ms(fault.recovered_ms)]
@@ -97,14 +108,21 @@ def report(ledgers: Sequence[Ledger], result: Totals, out: Path) -> None:
     ]  # fmt: skip
     print_table(["pass", "fault", "asked during", "degraded", "p99 ms", "normal again ms"], rows)
     print()
-    print_table(
-        ["pass", "requests", "lost", "duplicated", "restarts", "crashed", "poison", "dlq missing",
-         "valid requests in dlq", "late events", "store losses"],
-        [[ledger.name, str(len(ledger.sent)), str(ledger.lost), str(ledger.duplicated),
-          str(ledger.restarts), str(len(ledger.crashed)), str(ledger.poison_sent.total()),
-          str(ledger.dead_letters_missing), str(ledger.unexpected_dead_letters.total()),
-          str(ledger.late_events), str(len(ledger.store_losses))] for ledger in ledgers],
-    )  # fmt: skip
+    header = [
+        "pass",
+        "requests",
+        "lost",
+        "duplicated",
+        "bound",
+        "restarts",
+        "crashed",
+        "poison",
+        "dlq missing",
+        "valid requests in dlq",
+        "late events",
+        "store losses",
+    ]
+    print_table(header, [pass_row(ledger, bounds[ledger.name]) for ledger in ledgers])
     for ledger in ledgers:
         for crash in ledger.crashed:
             print(f"\n{ledger.name}: crashed {crash}")
@@ -129,3 +147,11 @@ def report(ledgers: Sequence[Ledger], result: Totals, out: Path) -> None:
 
 def ms(value: float) -> str:
     return "none" if math.isinf(value) else f"{value:.0f}"
+
+
+def pass_row(ledger: Ledger, bound: float) -> list[str]:
+    counts = [len(ledger.sent), ledger.lost, ledger.duplicated, round(bound), ledger.restarts,
+              len(ledger.crashed), ledger.poison_sent.total(), ledger.dead_letters_missing,
+              ledger.unexpected_dead_letters.total(), ledger.late_events,
+              len(ledger.store_losses)]  # fmt: skip
+    return [ledger.name, *map(str, counts)]

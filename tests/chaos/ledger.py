@@ -68,6 +68,17 @@ class Ledger:
     def duplicated(self) -> int:
         return sum(count - 1 for count in self.answered.values() if count > 1)
 
+    def duplicate_bound(self, batch_size: int, rate: float, commit_interval_s: float) -> float:
+        """At-least-once: what each fault may duplicate, all faults together.
+
+        A worker that stops uncleanly replays what it answered but had not committed:
+        the batch being delivered, the next one gathered meanwhile, and what the
+        background commit had not yet sent (``rate`` × its interval). Exactly-once: 0.
+        """
+        if self.exactly_once:
+            return 0.0
+        return len(self.faults) * (2 * batch_size + rate * commit_interval_s)
+
     @property
     def dead_letters_missing(self) -> int:
         """Poison sent that no dead letter carries byte for byte."""

@@ -17,6 +17,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -45,7 +46,7 @@ from schemas.views import PROJECT
 from tests.chaos.faults import Fault, run_fault, store_losses, store_snapshot
 from tests.chaos.ledger import FaultWindow, Ledger
 from tests.chaos.streams import EventLoad, RequestLoad
-from tests.chaos.supervisor import Supervisor, kill
+from tests.chaos.supervisor import kill, supervised
 
 T = TypeVar("T")
 
@@ -124,24 +125,22 @@ def fault_pass(
         writer_part(topics.changelog, run_id, log_dir),
         worker,
     ]
-    supervisor = Supervisor(chaos.env)
-    for part in parts:
-        supervisor.start_part(part)
-    say(f"{mode}: parts starting (logs in {log_dir})")
-    ready = {"feature job": log_says(parts[0], "job id"), "worker": port_open(worker_port(worker))}
-    wait_ready(parts, ready)
-    warm_up(chaos.kafka, chaos.redis_url, topics.events, int(time.time() * 1000), parts)
     client = redis.Redis.from_url(chaos.redis_url)
     inventory = inventory_key(PROJECT)
-    mark(client, [e.item_id for e in chaos.events[: config.out_of_stock]], project=PROJECT)
-    supervisor.start()
-    events = EventLoad(chaos.kafka, topics.events, config.event_rate, chaos.events,
-                       chaos.poison_events, config.poison_every)  # fmt: skip
-    requests = RequestLoad(chaos.kafka, topics.requests, config.rate, chaos.users, mode,
-                           chaos.poison_requests, config.poison_every)  # fmt: skip
-    events.start()
-    requests.start()
-    try:
+    with supervised(chaos.env, parts) as supervisor, closing(client):
+        say(f"{mode}: parts starting (logs in {log_dir})")
+        ready = {"feature job": log_says(parts[0], "job id"),
+                 "worker": port_open(worker_port(worker))}  # fmt: skip
+        wait_ready(parts, ready)
+        warm_up(chaos.kafka, chaos.redis_url, topics.events, int(time.time() * 1000), parts)
+        mark(client, [e.item_id for e in chaos.events[: config.out_of_stock]], project=PROJECT)
+        supervisor.start()
+        events = EventLoad(chaos.kafka, topics.events, config.event_rate, chaos.events,
+                           chaos.poison_events, config.poison_every)  # fmt: skip
+        requests = RequestLoad(chaos.kafka, topics.requests, config.rate, chaos.users, mode,
+                               chaos.poison_requests, config.poison_every)  # fmt: skip
+        events.start()
+        requests.start()
         loaded_at = int(time.time() * 1000)
         time.sleep(config.settle_s)
         ledger.baseline = FaultWindow("none (baseline)", loaded_at, int(time.time() * 1000))
@@ -159,10 +158,6 @@ def fault_pass(
         wait_for_count(
             chaos.kafka, topics.recommendations, len(requests.sent), config.answer_timeout_s
         )
-    finally:
-        client.close()
-        for part in reversed(supervisor.stop()):
-            part.stop()
     ledger.sent = dict(requests.sent)
     ledger.poison_sent = requests.poison_sent + events.poison_sent
     ledger.crashed, ledger.restarts = supervisor.crashed, supervisor.restarts
@@ -224,27 +219,25 @@ def churn_pass(chaos: ChaosEnv, config: ChurnConfig) -> Ledger:
     ledger = Ledger("churn", exactly_once=True)
     settings = mode_settings(True, log_dir)
     names = (f"worker-{n}" for n in itertools.count())
-    supervisor = Supervisor(chaos.env)
 
-    def add() -> Part:
-        part = worker_part(topics, run_id, chaos.model_dir, log_dir, next(names), **settings)
-        supervisor.start_part(part)
-        return part
+    def new_worker() -> Part:
+        return worker_part(topics, run_id, chaos.model_dir, log_dir, next(names), **settings)
 
-    running = [add(), add()]
-    wait_ready(running, {p.name: port_open(worker_port(p)) for p in running})
-    supervisor.start()
-    requests = RequestLoad(chaos.kafka, topics.requests, config.rate, chaos.users, "churn")
-    requests.start()
-    actions = itertools.cycle(["add", "term", "add", "kill"])
-    try:
+    running = [new_worker(), new_worker()]
+    with supervised(chaos.env, running) as supervisor:
+        wait_ready(running, {p.name: port_open(worker_port(p)) for p in running})
+        supervisor.start()
+        requests = RequestLoad(chaos.kafka, topics.requests, config.rate, chaos.users, "churn")
+        requests.start()
+        actions = itertools.cycle(["add", "term", "add", "kill"])
         until = time.monotonic() + config.seconds
         while time.monotonic() < until:
             time.sleep(config.every_s)
             action = next(actions)
             started = int(time.time() * 1000)
             if action == "add" or len(running) < 2:
-                running.append(add())
+                running.append(new_worker())
+                supervisor.start_part(running[-1])
             elif action == "term":
                 supervisor.release(running.pop(0)).stop()
             else:
@@ -255,9 +248,6 @@ def churn_pass(chaos: ChaosEnv, config: ChurnConfig) -> Ledger:
         wait_for_count(
             chaos.kafka, topics.recommendations, len(requests.sent), config.answer_timeout_s
         )
-    finally:
-        for part in reversed(supervisor.stop()):
-            part.stop()
     ledger.sent = dict(requests.sent)
     ledger.crashed, ledger.restarts = supervisor.crashed, supervisor.restarts
     read_outcome(chaos.kafka, topics, ledger)

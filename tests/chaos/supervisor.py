@@ -11,7 +11,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from jobs.demo.processes import Part
 from jobs.localstack.process import group_members, tail
@@ -57,8 +58,24 @@ class Supervisor(threading.Thread):
     def stop(self) -> list[Part]:
         """Stop supervising; returns the parts still running, for the caller to stop."""
         self._stopping.set()
-        self.join()
+        if self.is_alive():
+            self.join()
         return list(self.parts)
+
+
+@contextmanager
+def supervised(env: Mapping[str, str], parts: Sequence[Part]) -> Iterator[Supervisor]:
+    """``parts`` started; however the block ends, supervision stops and every part the
+    supervisor still holds is stopped (SIGTERM, then SIGKILL), last started first.
+    The caller starts the supervising thread once the parts are ready."""
+    supervisor = Supervisor(env)
+    try:
+        for part in parts:
+            supervisor.start_part(part)
+        yield supervisor
+    finally:
+        for part in reversed(supervisor.stop()):
+            part.stop()
 
 
 def exit_code(part: Part) -> int | None:

@@ -56,3 +56,10 @@ def test_totals_split_duplicates_by_mode_and_pass_only_on_every_goal() -> None:
     assert not totals([eo, alo], unit_fuzz_inputs=19_999).passed
     eo.crashed.append("worker: exit 1")
     assert not totals([eo], unit_fuzz_inputs=20_000).passed
+
+
+def test_the_at_least_once_duplicate_bound_grows_with_faults_and_exactly_once_allows_none() -> None:
+    windows = [FaultWindow("a", 0, 1), FaultWindow("b", 2, 3)]
+    alo = Ledger("alo", False, faults=list(windows))
+    assert alo.duplicate_bound(batch_size=128, rate=200, commit_interval_s=0.5) == 2 * 356
+    assert Ledger("eo", True, faults=list(windows)).duplicate_bound(128, 200, 0.5) == 0
