@@ -36,11 +36,11 @@ from tests.benchmarks.report import print_table, result_line
 from tests.chaos.growth import Sample, growth_per_min
 from tests.chaos.passes import (
     ChaosEnv,
+    drain,
     feature_job,
     mode_settings,
     read_all,
     say,
-    wait_for_count,
     worker_part,
     worker_port,
 )
@@ -143,7 +143,7 @@ def soak(chaos: ChaosEnv, args: argparse.Namespace) -> Outcome:
         requests.stop()
         events.stop()
         say(f"soak: load stopped; {len(requests.sent)} requests sent, waiting for answers")
-        wait_for_count(chaos.kafka, topics.recommendations, len(requests.sent), 300)
+        drain(chaos.kafka, topics, len(requests.sent), stall_s=60)
         series = sampler.stop()
     answers = read_all(chaos.kafka, topics.recommendations, recommendation_codec().decode)
     answered = {a.request_id for a in answers} & requests.sent.keys()
