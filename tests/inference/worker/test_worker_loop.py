@@ -26,6 +26,7 @@ from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.recall import Candidate
 from inference.worker.scoring import Inputs
 from inference.worker.settings import WorkerSettings
+from inference.worker.stuck import CallClock
 from inference.worker.worker import Stats, Worker
 from schemas.codec import wall_clock_ms
 from schemas.ranking import CAND_ITEMS
@@ -66,6 +67,7 @@ class MemorySink:
         self.delivered: list[tuple[list[str], dict[tuple[str, int], int]]] = []
         self.recommendations: list[Recommendation] = []
         self.closed = False
+        self.clock = CallClock()  # no Kafka call ever runs: never overdue
 
     def deliver(self, recs: Sequence[Recommendation], polled: Polled, _stream: Any) -> None:
         self.delivered.append(([r.request_id for r in recs], dict(polled.offsets)))
