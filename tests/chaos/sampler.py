@@ -74,7 +74,7 @@ class Sampler(threading.Thread):
         self.triton_metrics_url = triton_metrics_url
         self.every_s = every_s
         self.series: dict[str, list[Sample]] = {}
-        self._started = time.monotonic()
+        self._began = time.monotonic()
         self._stopping = threading.Event()
 
     def run(self) -> None:
@@ -84,7 +84,7 @@ class Sampler(threading.Thread):
                 return
 
     def sample(self) -> None:
-        minute = (time.monotonic() - self._started) / 60
+        minute = (time.monotonic() - self._began) / 60
         for name, pid_of in self.processes.items():
             pid = pid_of()
             if pid is not None:
