@@ -271,11 +271,8 @@ class RecommendationSink:
         give_up = time.monotonic() + self._delivery_timeout_s
         while True:
             left = max(give_up - time.monotonic(), 0.0)
-            self.clock.start(min(FLUSH_SLICE_S, left))
-            try:
+            with self.clock.timing(min(FLUSH_SLICE_S, left)):
                 remaining = int(self.producer.flush(min(FLUSH_SLICE_S, left)))
-            finally:
-                self.clock.done()
             if not remaining or time.monotonic() >= give_up:
                 return remaining
             logger.warning("waiting for Kafka: %d messages undelivered", remaining)
@@ -332,17 +329,15 @@ class RecommendationSink:
         """``call(timeout)`` again while it fails with a retriable error, until ``give_up``."""
         while True:
             timeout = max(1.0, min(FLUSH_SLICE_S, give_up - time.monotonic()))
-            self.clock.start(timeout)
             try:
-                call(timeout)
+                with self.clock.timing(timeout):
+                    call(timeout)
                 return
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
                 if not error.retriable() or time.monotonic() >= give_up:
                     raise
                 logger.warning("waiting for Kafka: %s", error)
-            finally:
-                self.clock.done()
 
     def _produce(self, recommendations: Sequence[Recommendation], polled: Polled) -> None:
         for message, error in polled.refused:

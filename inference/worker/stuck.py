@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from inference.worker.errors import DeliveryStuck
@@ -36,6 +37,15 @@ class CallClock:
 
     def done(self) -> None:
         self.due = None
+
+    @contextmanager
+    def timing(self, timeout_s: float) -> Iterator[None]:
+        """Marks the block as one client call given ``timeout_s``."""
+        self.start(timeout_s)
+        try:
+            yield
+        finally:
+            self.done()
 
     def overdue_s(self) -> float:
         due = self.due
