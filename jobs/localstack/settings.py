@@ -60,6 +60,14 @@ class StackSettings(Settings):
         parse=_absolute,
         shown="<home>/models",
     )
+    # One switch for the whole stack: Kafka on SASL_SSL with SCRAM users and ACLs, Redis
+    # with ACL users over TLS, Triton's gRPC over TLS with its model control behind a key.
+    # Certificates and passwords are generated at first start under <home>/secrets.
+    secure: bool = setting(
+        False,
+        env="STREAMREC_STACK_SECURE",
+        help="start the stack in the secured mode (TLS, users, ACLs); see SECURITY.md",
+    )
     # Loaded at start when published (explicit model control; the rest load on demand).
     triton_models: tuple[str, ...] = setting(
         ("ranker_python",), env="STREAMREC_TRITON_MODELS", help="models loaded at start"
@@ -81,6 +89,11 @@ class StackSettings(Settings):
             home=_absolute(str(base / DEFAULT_STACK_HOME)),
             cache_dir=_absolute(str(base / DEFAULT_CACHE_DIR)),
         )
+
+    @property
+    def secrets_dir(self) -> Path:
+        """Certificates and generated passwords of the secured mode (mode 0700)."""
+        return self.home / "secrets"
 
     @property
     def kafka_bootstrap(self) -> str:
