@@ -57,7 +57,7 @@ def socket_inodes(pid: int) -> set[int]:
     try:
         for entry in os.scandir(PROC / str(pid) / "fd"):
             try:
-                target = os.readlink(entry.path)
+                target = str(Path(entry.path).readlink())
             except OSError:
                 continue
             if target.startswith("socket:["):
