@@ -10,6 +10,7 @@ from pathlib import Path
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
 from schemas.features import VIEW_TAGS
 from schemas.kafka import DEAD_LETTER_MAX_BYTES
+from schemas.kafka_java import connector_properties
 from schemas.settings import Settings, SettingsError, setting, variables
 from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
 from schemas.windows import SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
@@ -31,10 +32,20 @@ class FeatureJobSettings(Settings):
     bootstrap_servers: str = setting(
         "127.0.0.1:9092", env="STREAMREC_KAFKA_BOOTSTRAP_SERVERS", help="Kafka bootstrap servers"
     )
+    # The Python roles' librdkafka properties; the connector (the Java client) gets
+    # their translation (schemas.kafka_java), then the Java-only ones over it.
     kafka_properties: Mapping[str, str] = setting(
         env="STREAMREC_KAFKA_CONFIG",
         flag="--kafka-config",
-        help="librdkafka-style properties for the connector, name=value,...",
+        help="librdkafka properties, name=value,... (translated for the Java connector)",
+        secret=True,
+        default_factory=dict,
+    )
+    kafka_java_properties: Mapping[str, str] = setting(
+        env="STREAMREC_KAFKA_JAVA_CONFIG",
+        flag="--kafka-java-config",
+        help="Java Kafka client properties for the connector only, name=value,... "
+        "(win over those derived from STREAMREC_KAFKA_CONFIG)",
         secret=True,
         default_factory=dict,
     )
@@ -138,9 +149,15 @@ class FeatureJobSettings(Settings):
                 f"{self.variable('dead_letter_max_bytes')} must be at least "
                 f"{MIN_DEAD_LETTER_BYTES} (room for the error, key and some of the original)"
             )
+        # Untranslatable Kafka security settings fail here, before any topic is touched.
+        self.connector_properties()
         unknown = set(self.views) - set(VIEW_TAGS)
         if unknown:
             raise SettingsError(f"unknown views {sorted(unknown)}; choose from {VIEW_TAGS}")
+
+    def connector_properties(self) -> dict[str, str]:
+        """The Kafka connector's client properties (Java names, secrets included)."""
+        return connector_properties(self.kafka_properties, self.kafka_java_properties)
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:

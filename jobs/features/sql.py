@@ -77,7 +77,8 @@ def kafka_options(settings: FeatureJobSettings, topic: str) -> dict[str, str]:
         "topic": topic,
         "properties.bootstrap.servers": settings.bootstrap_servers,
     }
-    options.update({f"properties.{k}": v for k, v in settings.kafka_properties.items()})
+    # The connector is the Java client: librdkafka names translated, Java-only ones over them.
+    options.update({f"properties.{k}": v for k, v in settings.connector_properties().items()})
     return options
 
 
