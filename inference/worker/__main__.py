@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ):
             return EXIT_RESTART  # Kafka away as long as a delivery may wait: restart later
         metrics = WorkerMetrics()
-        serve(metrics, settings.metrics_port)
+        serve(metrics, settings.metrics_port, settings.metrics_host)
         worker = Worker(settings, artifacts, metrics)
     except WorkerError as exc:
         logger.error("%s", exc)

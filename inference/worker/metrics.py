@@ -8,7 +8,11 @@ workers (or tests) in one process do not collide on the default one.
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+LOOPBACK = "127.0.0.1"
 
 STAGES = ("poll", "decode", "features", "recall", "rank", "postprocess", "produce", "commit")
 FALLBACK_REASONS = (
@@ -139,7 +143,14 @@ class WorkerMetrics:
         )
 
 
-def serve(metrics: WorkerMetrics, port: int, addr: str = "0.0.0.0") -> None:
-    """Expose ``/metrics`` on ``port`` (0 = do not serve)."""
-    if port:
-        start_http_server(port, addr=addr, registry=metrics.registry)
+def serve(metrics: WorkerMetrics, port: int, addr: str = LOOPBACK) -> WSGIServer | None:
+    """Expose ``/metrics`` on ``addr``:``port`` (0 = do not serve).
+
+    Loopback by default: the endpoint has no authentication, so a network sees it only
+    where a deployment asks for it (the ``*_METRICS_HOST`` setting). Returns the server
+    (its thread is a daemon), so a caller can read the bound address or shut it down.
+    """
+    if not port:
+        return None
+    server, _thread = start_http_server(port, addr=addr, registry=metrics.registry)
+    return server

@@ -198,6 +198,11 @@ class WorkerSettings(Settings):
     metrics_port: int = setting(
         9108, env="STREAMREC_WORKER_METRICS_PORT", help="Prometheus /metrics (0 = off)"
     )
+    # Loopback unless a deployment says otherwise: a container sets 0.0.0.0 so that
+    # Prometheus on its network can scrape it; a laptop's worker stays private.
+    metrics_host: str = setting(
+        "127.0.0.1", env="STREAMREC_WORKER_METRICS_HOST", help="address /metrics binds"
+    )
 
     def __post_init__(self) -> None:
         positive = (

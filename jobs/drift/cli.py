@@ -89,7 +89,7 @@ def run_watch(
     """Run the watch; return the verdict of its last judged check (for ``make demo``)."""
     results: list[tuple[CheckResult, Path | None]] = []
     loop = build_loop(settings, stop, on_check=lambda r, p: results.append((r, p)))
-    serve(loop.metrics, settings.metrics_port)
+    serve(loop.metrics, settings.metrics_port, settings.metrics_host)
     try:
         checks = loop.run(max_checks=max_checks, idle_seconds=idle_seconds)
     finally:

@@ -6,9 +6,13 @@ so that the job and tests in one process do not collide on the default one.
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from schemas.records import DriftAlert
+
+LOOPBACK = "127.0.0.1"
 
 STATUSES = ("ok", "drift", "insufficient_data")
 
@@ -93,7 +97,14 @@ class DriftMetrics:
             self.feature_drifted.labels(feature=feature.feature).set(float(feature.drifted))
 
 
-def serve(metrics: DriftMetrics, port: int, addr: str = "0.0.0.0") -> None:
-    """Expose ``/metrics`` on ``port`` (0 = do not serve)."""
-    if port:
-        start_http_server(port, addr=addr, registry=metrics.registry)
+def serve(metrics: DriftMetrics, port: int, addr: str = LOOPBACK) -> WSGIServer | None:
+    """Expose ``/metrics`` on ``addr``:``port`` (0 = do not serve).
+
+    Loopback by default: the endpoint has no authentication, so a network sees it only
+    where a deployment asks for it (the ``*_METRICS_HOST`` setting). Returns the server
+    (its thread is a daemon), so a caller can read the bound address or shut it down.
+    """
+    if not port:
+        return None
+    server, _thread = start_http_server(port, addr=addr, registry=metrics.registry)
+    return server

@@ -94,6 +94,10 @@ class DriftSettings(Settings):
     metrics_port: int = setting(
         DEFAULT_METRICS_PORT, env="STREAMREC_DRIFT_METRICS_PORT", help="Prometheus (0 = off)"
     )
+    # Loopback unless a deployment says otherwise (a container sets 0.0.0.0).
+    metrics_host: str = setting(
+        "127.0.0.1", env="STREAMREC_DRIFT_METRICS_HOST", help="address /metrics binds"
+    )
 
     def __post_init__(self) -> None:
         if self.window_rows <= 0 and self.window_seconds <= 0:
