@@ -32,6 +32,14 @@ JOBMANAGER_MEMORY = "1024m"
 TASKMANAGER_MEMORY = "2048m"
 TASK_SLOTS = 2
 ConfigValue = str | int | bool
+# Every address a cluster process binds or advertises: all loopback, so the REST API
+# (which accepts job jars), RPC, blob and data ports are not reachable from the network.
+# No metrics reporter is configured either (Flink's Prometheus reporter binds every
+# interface).
+BIND_KEYS = (
+    "jobmanager.rpc.address", "jobmanager.bind-host", "taskmanager.host",
+    "taskmanager.bind-host", "rest.address", "rest.bind-address",
+)  # fmt: skip
 
 
 def flink_home() -> Path:
@@ -72,25 +80,23 @@ def render_flink_config(
     fixed (clients need them); every other port is 0 (random), so two stacks with
     different STREAMREC_FLINK_*_PORT values share a machine.
     """
+    rebound = sorted(k for k in extra or {} if k in BIND_KEYS or k.startswith("metrics.reporter"))
+    if rebound:
+        raise StackError(f"the local Flink cluster binds loopback only; refused: {rebound}")
     opts = dict(java_opts)
     # Flink's console log4j config copies every line to stdout as well as to the log
     # file; warnings are enough there (stdout also catches JVM crashes).
     opts["env.java.opts.all"] = f"{opts.get('env.java.opts.all', '')} -Dconsole.log.level=WARN"
     config: dict[str, ConfigValue] = {
-        "jobmanager.rpc.address": HOST,
+        **dict.fromkeys(BIND_KEYS, HOST),
         "jobmanager.rpc.port": settings.flink_rpc_port,
-        "jobmanager.bind-host": HOST,
         "jobmanager.memory.process.size": JOBMANAGER_MEMORY,
         "jobmanager.execution.failover-strategy": "region",
-        "taskmanager.host": HOST,
-        "taskmanager.bind-host": HOST,
         "taskmanager.rpc.port": "0",
         "taskmanager.data.port": 0,
         "taskmanager.memory.process.size": TASKMANAGER_MEMORY,
         "taskmanager.numberOfTaskSlots": TASK_SLOTS,
         "parallelism.default": 1,
-        "rest.address": HOST,
-        "rest.bind-address": HOST,
         "rest.port": settings.flink_rest_port,
         "blob.server.port": "0",
         "metrics.internal.query-service.port": "0",
