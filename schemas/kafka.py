@@ -42,7 +42,8 @@ class KafkaSettings(Settings):
     extra: Mapping[str, str] = setting(
         env="STREAMREC_KAFKA_CONFIG",
         flag="--kafka-config",
-        help="librdkafka properties, name=value,name=value (e.g. security.protocol=SASL_SSL)",
+        help="librdkafka properties, name=value,name=value (e.g. security.protocol=SASL_SSL); "
+        r"a comma in a value is written \, and a backslash \\",
         secret=True,
         default_factory=dict,
     )

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, ClassVar, Self, TypeVar, Union, get_args, get_origin, get_type_hints
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 ENV_PREFIX = "STREAMREC_"
 CACHE_DIR_ENV = ENV_PREFIX + "CACHE_DIR"
@@ -37,8 +37,20 @@ DEFAULT_MODEL_DIR = DEFAULT_CACHE_DIR / "ranker"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_STACK_HOME = Path(".stack")
 
-# Property names holding credentials (librdkafka's sasl.password, sasl.jaas.config, ...).
-SECRET_MARKERS = ("password", "secret", "key", "token", "jaas", "oauthbearer")
+# Property names holding credentials: librdkafka's sasl.password, sasl.oauthbearer.config,
+# ssl.key.pem, ssl.keystore.password; Java's sasl.jaas.config, ssl.keystore.key,
+# ssl.truststore.password; a schema registry's basic.auth.user.info (user:password).
+SECRET_MARKERS = (
+    "password",
+    "secret",
+    "key",
+    "token",
+    "jaas",
+    "oauthbearer",
+    "credential",
+    "user.info",
+    "private",
+)
 MASK = "***"
 T = TypeVar("T")
 
@@ -87,23 +99,78 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def is_secret_name(name: str) -> bool:
+    """Whether a property called ``name`` holds a credential (see :data:`SECRET_MARKERS`)."""
+    return any(marker in name.lower() for marker in SECRET_MARKERS)
+
+
 def mask_properties(properties: Mapping[str, str]) -> dict[str, str]:
     """``name=value`` properties with the values of credential-like names masked."""
-    return {
-        name: MASK if any(marker in name.lower() for marker in SECRET_MARKERS) else value
-        for name, value in properties.items()
-    }
+    return {name: MASK if is_secret_name(name) else value for name, value in properties.items()}
+
+
+class PropertiesFormatError(ValueError):
+    """A malformed ``name=value,...`` text; the message names positions, never the text.
+
+    Any entry may hold a password, so not even the part that looks like a name is
+    quoted: the reader learns which entry to fix, a log learns nothing of its value.
+    """
+
+
+def split_escaped(text: str) -> list[str]:
+    """``text`` cut at unescaped commas, ``\\,`` read as a comma and ``\\\\`` as a backslash.
+
+    Any other backslash stays as it is (paths, JAAS escapes pass unchanged).
+    """
+    parts: list[str] = []
+    current: list[str] = []
+    chars = iter(text)
+    for char in chars:
+        if char == ",":
+            parts.append("".join(current))
+            current = []
+        elif char == "\\":
+            following = next(chars, None)
+            if following is None:
+                raise PropertiesFormatError(f"entry {len(parts) + 1} ends with a lone backslash")
+            current.append(following if following in ",\\" else char + following)
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
 
 
 def parse_properties(text: str) -> dict[str, str]:
-    """``a=1,b=2`` to ``{"a": "1", "b": "2"}``; refuses entries without ``=``."""
+    """``a=1,b=2`` to ``{"a": "1", "b": "2"}``; ``\\,`` is a comma inside a value.
+
+    Refuses entries without ``=`` or without a name, naming the entry by position.
+    """
     properties: dict[str, str] = {}
-    for entry in filter(None, (part.strip() for part in text.split(","))):
+    for position, entry in enumerate((part.strip() for part in split_escaped(text)), start=1):
+        if not entry:
+            continue
         name, sep, value = entry.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"property {entry!r} is not of the form name=value")
+            raise PropertiesFormatError(f"entry {position} is not of the form name=value")
         properties[name.strip()] = value.strip()
     return properties
+
+
+def secret_texts(value: Any) -> set[str]:
+    """The texts of a secret setting's ``value`` that :func:`_masked` hides.
+
+    What a log must never show: the credential-like properties' values, a URL's
+    password (as written and percent-decoded), or the whole value of anything else.
+    """
+    if isinstance(value, Mapping):
+        return {str(text) for name, text in value.items() if is_secret_name(name) and text}
+    if isinstance(value, str) and "://" in value:
+        try:
+            password = urlsplit(value).password
+        except ValueError:  # unparsable: the masker shows none of it, so hide all of it
+            return {value}
+        return {password, unquote(password)} if password else set()
+    return {str(value)} if value else set()
 
 
 def _masked(value: Any) -> Any:
@@ -226,8 +293,14 @@ def _convert(text: str, kind: Any, spec: Spec, source: str, error: type[Exceptio
     except ValueError as exc:
         noun = _NOUNS.get(kind) if read in (int, float, _bool) else None
         reason = f"is not {noun}" if noun else f"is refused: {exc}"
-        # A secret's text (and the parser's words about it) stays out of logs.
-        shown = f"{source}={text!r} {reason}" if not spec.secret else f"{source} is unreadable"
+        # A secret's text (and the parser's words about it) stays out of logs; the
+        # properties parser's words name positions only, so they may be shown.
+        if not spec.secret:
+            shown = f"{source}={text!r} {reason}"
+        elif isinstance(exc, PropertiesFormatError):
+            shown = f"{source} is unreadable: {exc}"
+        else:
+            shown = f"{source} is unreadable"
         raise error(shown) from None
 
 
@@ -313,6 +386,17 @@ class Settings:
                 value = _masked(value)
             shown.append(f"{item.name}={_text(value)}")
         return " ".join(shown)
+
+    def secrets(self) -> set[str]:
+        """Every secret text this object holds (groups included): what describe() masks."""
+        found: set[str] = set()
+        for item, _kind, spec in _walk(type(self)):
+            value = getattr(self, item.name)
+            if isinstance(value, Settings):
+                found |= value.secrets()
+            elif spec is not None and spec.secret:
+                found |= secret_texts(value)
+        return found
 
 
 def variables(cls: type) -> dict[str, str]:

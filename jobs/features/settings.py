@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
 from schemas.features import VIEW_TAGS
 from schemas.kafka import DEAD_LETTER_MAX_BYTES
 from schemas.kafka_java import connector_properties
-from schemas.settings import Settings, SettingsError, setting, variables
+from schemas.settings import Settings, SettingsError, mask_properties, setting, variables
 from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
 from schemas.windows import SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
 
@@ -37,15 +37,16 @@ class FeatureJobSettings(Settings):
     kafka_properties: Mapping[str, str] = setting(
         env="STREAMREC_KAFKA_CONFIG",
         flag="--kafka-config",
-        help="librdkafka properties, name=value,... (translated for the Java connector)",
+        help=r"librdkafka properties, name=value,... (\, is a comma in a value, \\ a "
+        "backslash); translated for the Java connector",
         secret=True,
         default_factory=dict,
     )
     kafka_java_properties: Mapping[str, str] = setting(
         env="STREAMREC_KAFKA_JAVA_CONFIG",
         flag="--kafka-java-config",
-        help="Java Kafka client properties for the connector only, name=value,... "
-        "(win over those derived from STREAMREC_KAFKA_CONFIG)",
+        help="Java Kafka client properties for the connector only, name=value,... escaped "
+        "as STREAMREC_KAFKA_CONFIG (win over those derived from it)",
         secret=True,
         default_factory=dict,
     )
@@ -154,6 +155,18 @@ class FeatureJobSettings(Settings):
         unknown = set(self.views) - set(VIEW_TAGS)
         if unknown:
             raise SettingsError(f"unknown views {sorted(unknown)}; choose from {VIEW_TAGS}")
+
+    def masked(self) -> FeatureJobSettings:
+        """These settings with every secret property masked, for text meant to be read.
+
+        The SQL carries the connector's properties; built from these, a derived
+        secret (the JAAS config) is made of masked parts too.
+        """
+        return replace(
+            self,
+            kafka_properties=mask_properties(self.kafka_properties),
+            kafka_java_properties=mask_properties(self.kafka_java_properties),
+        )
 
     def connector_properties(self) -> dict[str, str]:
         """The Kafka connector's client properties (Java names, secrets included)."""
