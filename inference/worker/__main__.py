@@ -18,6 +18,7 @@ from inference.worker.metrics import WorkerMetrics, serve
 from inference.worker.settings import parse_args, settings_from
 from inference.worker.worker import Worker
 from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
+from schemas.redact import install_redaction
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("inference.worker")
@@ -56,6 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         settings = settings_from(args)
+        install_redaction(settings)
         logger.info("settings: %s", settings.describe())
         artifacts = ModelArtifacts.load(settings.model_dir)
         topics = [

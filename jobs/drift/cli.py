@@ -25,6 +25,7 @@ from jobs.drift.settings import DriftSettings
 from schemas.codec import feature_update_codec, recommendation_codec
 from schemas.consumer import RecordConsumer
 from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from schemas.redact import install_redaction
 from schemas.settings import variables_help
 from schemas.topics import dead_letter_topic
 
@@ -160,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         logger.error("%s", exc)
         return 2
+    install_redaction(settings)
     logger.info("starting: %s", settings.describe())
     stop = threading.Event()
     install_stop_handlers(stop)

@@ -18,6 +18,7 @@ from schemas.codec import feature_update_codec
 from schemas.consumer import RecordConsumer
 from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
 from schemas.online.redis_store import OnlineStoreWriter
+from schemas.redact import install_redaction
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("jobs.feature_writer")
@@ -78,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         logger.error("%s", exc)
         return 2
+    install_redaction(settings)
     logger.info("starting: %s", settings.describe())
     stop = threading.Event()
     install_stop_handlers(stop)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import sys
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from schemas.kafka import (
     dead_letter_spec,
     ensure_topics_once_up,
 )
+from schemas.redact import install_redaction
 from schemas.settings import CACHE_DIR_ENV, cache_dir
 
 CHANGELOG_PARTITIONS = 4
@@ -124,9 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     from jobs.features.sql import statements
 
     if args.explain:
-        ddl, inserts = statements(settings)
+        # Printed for people and logs: from masked settings, never the real secrets.
+        ddl, inserts = statements(settings.masked())
         print(";\n\n".join([*ddl, *inserts]) + ";")
         return 0
+    # Library warnings (PyFlink, the Kafka admin) go through the root handler, redacted.
+    logging.basicConfig(
+        level=logging.WARNING, format="feature job: %(name)s: %(message)s", stream=sys.stderr
+    )
+    install_redaction(settings)
     kafka = KafkaSettings(settings.bootstrap_servers, settings.kafka_properties)
     topics = [
         TopicSpec(settings.changelog_topic, CHANGELOG_PARTITIONS),
