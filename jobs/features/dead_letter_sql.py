@@ -14,6 +14,7 @@ meet the same record again: a crash loop over one bad event.
 from __future__ import annotations
 
 from jobs.features.settings import FeatureJobSettings
+from jobs.features.sql_quote import string_literal
 
 # Room in a dead letter for everything but the original: the Kafka key (raw and
 # in base64), the error text (each character up to 6 bytes as a JSON escape),
@@ -88,7 +89,7 @@ SELECT CASE WHEN key_size <= {KEY_MAX_BYTES} THEN msg_key END, JSON_OBJECT(
   'source_topic' VALUE src_topic,
   'source_partition' VALUE src_partition,
   'source_offset' VALUE src_offset,
-  'consumer' VALUE '{settings.group_id}',
+  'consumer' VALUE {string_literal(settings.group_id)},
   'failed_at' VALUE {_NOW_MS}
   NULL ON NULL)
 FROM ({_kept_parts()})"""

@@ -16,11 +16,11 @@ about 10k events/s here.)
 from __future__ import annotations
 
 import typing
-from collections.abc import Mapping
 from typing import Any
 
 from jobs.features.dead_letter_sql import dead_letter_insert, sink_options
 from jobs.features.settings import FeatureJobSettings
+from jobs.features.sql_quote import identifier, with_options
 from schemas.features import (
     ITEM_DIGITS,
     SCORE_DIGITS,
@@ -65,10 +65,6 @@ def interval(ms: int) -> str:
     seconds, millis = divmod(rest, 1000)
     literal = f"{days} {hours:02d}:{minutes:02d}:{seconds:02d}.{millis:03d}"
     return f"INTERVAL '{literal}' DAY TO SECOND(3)"
-
-
-def with_options(options: Mapping[str, str]) -> str:
-    return ",\n  ".join(f"'{key}' = '{value}'" for key, value in options.items())
 
 
 def kafka_options(settings: FeatureJobSettings, topic: str) -> dict[str, str]:
@@ -172,7 +168,7 @@ def changelog_ddl(settings: FeatureJobSettings, table: str, columns: str) -> str
             "sink.delivery-guarantee": "at-least-once",
         }
     )
-    return f"""CREATE TEMPORARY TABLE {table} (
+    return f"""CREATE TEMPORARY TABLE {identifier(table)} (
   changelog_key STRING,
   `view` STRING,
   {columns}
