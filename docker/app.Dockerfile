@@ -24,6 +24,7 @@ RUN useradd --create-home --uid 10001 streamrec && mkdir -p /reports /artifacts 
     && chown streamrec /reports
 USER streamrec
 ENV PYTHONUNBUFFERED=1
-# Worker metrics 9108, drift job metrics 9109.
+# Worker metrics 9108, drift job metrics 9109; they bind loopback unless
+# STREAMREC_WORKER_METRICS_HOST / STREAMREC_DRIFT_METRICS_HOST say 0.0.0.0 (compose, k8s).
 EXPOSE 9108 9109
 CMD ["python", "-m", "inference.worker", "--help"]

@@ -81,25 +81,98 @@ def test_every_variable_set_is_one_the_code_reads(services: dict[str, Any]) -> N
                 assert variable in known, f"{name} sets {variable}, which no code reads"
 
 
-def test_ports_match_the_code_defaults(services: dict[str, Any]) -> None:
+# What the host may reach: Kafka for producers and consumers, Grafana for people.
+PUBLISHED = {"kafka", "grafana"}
+BACK_END = EXPECTED_SERVICES - PUBLISHED
+SECRETS = (
+    "STREAMREC_REDIS_PASSWORD", "STREAMREC_TRITON_CONTROL_KEY",
+    "GRAFANA_ADMIN_USER", "GRAFANA_ADMIN_PASSWORD",
+)  # fmt: skip
+_PUBLISH = re.compile(r"^127\.0\.0\.1:(\d+):(\d+)$")
+
+
+def published_ports(service: dict[str, Any]) -> set[int]:
+    ports = set()
+    for entry in service.get("ports", []):
+        match = _PUBLISH.match(str(entry))
+        assert match, f'{entry!r}: publish as "127.0.0.1:port:port" (loopback only)'
+        ports.add(int(match.group(1)))
+    return ports
+
+
+def test_only_kafka_and_grafana_publish_and_only_on_loopback(services: dict[str, Any]) -> None:
+    published = {n: published_ports(s) for n, s in services.items() if s.get("ports")}
+    assert published == {"kafka": {code_ports()["kafka"]}, "grafana": {3000}}
+    for name, service in services.items():
+        assert not service.get("expose") or name in PUBLISHED, name
+
+
+def test_back_end_services_are_only_on_an_internal_network(services: dict[str, Any]) -> None:
+    networks = compose()["networks"]
+    assert networks["backend"]["internal"] is True
+    assert not networks["frontend"].get("internal")
+    for name in BACK_END:
+        assert services[name]["networks"] == ["backend"], name
+    for name in PUBLISHED:
+        assert set(services[name]["networks"]) == {"frontend", "backend"}, name
+
+
+def test_no_secret_has_a_default_and_none_is_written_in() -> None:
+    text = (DOCKER / "compose.yaml").read_text(encoding="utf-8")
+    for variable in SECRETS:
+        uses = re.findall(r"\$\{" + variable + r"([^}]*)\}", text)
+        assert uses, f"{variable} is not used"
+        assert all(use.startswith(":?") for use in uses), f"{variable}: {uses} (a default?)"
+    for name, service in compose()["services"].items():
+        for key, value in service.get("environment", {}).items():
+            words = set(key.split("_"))
+            if words & {"PASSWORD", "SECRET", "TOKEN", "KEY"} or key.endswith("_AUTH"):
+                assert re.fullmatch(r"\$\{[A-Z_]+:\?[^}]*\}", str(value)), (name, key)
+
+
+def test_redis_asks_for_the_password_its_clients_send(services: dict[str, Any]) -> None:
+    command = services["redis"]["command"]
+    password = command[command.index("--requirepass") + 1]
+    assert password.startswith("${STREAMREC_REDIS_PASSWORD:?")
+    clients = [n for n, s in services.items() if "STREAMREC_REDIS_URL" in s.get("environment", {})]
+    assert set(clients) == {"feature-writer", "worker"}
+    for name in clients:
+        url = services[name]["environment"]["STREAMREC_REDIS_URL"]
+        assert url == f"redis://:{password}@redis:{code_ports()['redis']}/0", name
+
+
+def test_grafana_has_an_admin_from_the_environment_and_no_anonymous_access(
+    services: dict[str, Any],
+) -> None:
+    env = services["grafana"]["environment"]
+    assert env["GF_AUTH_ANONYMOUS_ENABLED"] == "false"
+    assert env["GF_SECURITY_ADMIN_USER"].startswith("${GRAFANA_ADMIN_USER:?")
+    assert env["GF_SECURITY_ADMIN_PASSWORD"].startswith("${GRAFANA_ADMIN_PASSWORD:?")
+
+
+def test_tritons_model_control_needs_a_key_on_both_endpoints(services: dict[str, Any]) -> None:
+    from inference.serving.settings import CONTROL_KEY_ENV, CONTROL_KEY_HEADER
+
+    command = services["triton"]["command"]
+    for flag in ("--grpc-restricted-protocol=", "--http-restricted-api="):
+        (rule,) = [word.removeprefix(flag) for word in command if word.startswith(flag)]
+        protocols, key = rule.split(":", 1)
+        assert "model-repository" in protocols.split(","), flag
+        assert key.startswith(f"{CONTROL_KEY_HEADER}=${{{CONTROL_KEY_ENV}:?"), flag
+
+
+def test_metrics_listen_in_their_containers_on_the_code_ports(services: dict[str, Any]) -> None:
     ports = code_ports()
-    published = {n: {int(p.split(":")[1]) for p in s.get("ports", [])} for n, s in services.items()}
-    assert published["kafka"] == {ports["kafka"]}
-    assert published["redis"] == {ports["redis"]}
-    assert published["flink-jobmanager"] == {ports["flink-rest"]}
-    assert published["worker"] == {ports["worker-metrics"]}
-    assert published["drift"] == {ports["drift-metrics"]}
-    assert published["triton"] == {
-        ports["triton-http"],
-        ports["triton-grpc"],
-        ports["triton-metrics"],
-    }
-    env = services["worker"]["environment"]
-    assert env["STREAMREC_WORKER_METRICS_PORT"] == str(ports["worker-metrics"])
-    assert env["STREAMREC_TRITON_URL"] == f"triton:{ports['triton-grpc']}"
-    assert services["drift"]["environment"]["STREAMREC_DRIFT_METRICS_PORT"] == str(
-        ports["drift-metrics"]
-    )
+    worker, drift = services["worker"]["environment"], services["drift"]["environment"]
+    # The code binds loopback by default; in a container Prometheus scrapes over the network.
+    assert worker["STREAMREC_WORKER_METRICS_HOST"] == drift["STREAMREC_DRIFT_METRICS_HOST"]
+    assert worker["STREAMREC_WORKER_METRICS_HOST"] == "0.0.0.0"
+    assert worker["STREAMREC_WORKER_METRICS_PORT"] == str(ports["worker-metrics"])
+    assert worker["STREAMREC_TRITON_URL"] == f"triton:{ports['triton-grpc']}"
+    assert drift["STREAMREC_DRIFT_METRICS_PORT"] == str(ports["drift-metrics"])
+    triton = services["triton"]["command"]
+    for flag in ("http", "grpc", "metrics"):
+        assert f"--{flag}-port={ports['triton-' + flag]}" in triton
 
 
 def test_every_mounted_path_and_build_file_exists(services: dict[str, Any]) -> None:
