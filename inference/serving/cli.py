@@ -71,7 +71,9 @@ def run(argv: Sequence[str] | None = None) -> int:
             f"in {settings.repository}"
         )
         return 0
-    triton = control.TritonControl(settings.http_url)
+    triton = control.TritonControl(
+        settings.http_url, control_key=settings.control_key, tls_ca=settings.tls_ca
+    )
     model_dir = settings.repository / settings.model
     if args.command in ("rollout", "load"):
         served = control.rollout(triton, model_dir, args.version)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ import numpy as np
 
 from inference.serving import probe, repository
 from inference.serving.errors import RolloutError, ServingError
+from inference.serving.settings import CONTROL_KEY_HEADER
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +48,32 @@ class VersionState:
 class TritonControl:
     """A thin client for Triton's repository, readiness and inference HTTP endpoints."""
 
-    def __init__(self, http_url: str, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        http_url: str,
+        timeout_s: float = 120.0,
+        control_key: str = "",
+        tls_ca: str = "",
+    ) -> None:
+        """``control_key``: the key a secured Triton wants for model control (and HTTP
+        inference); ``tls_ca``: the CA to trust when ``http_url`` is https://."""
         self.base = http_url.rstrip("/")
         self.timeout_s = timeout_s
+        self._control_key = control_key
         # No proxy: an http_proxy in the environment must not swallow loopback calls.
-        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        handlers: list[urllib.request.BaseHandler] = [urllib.request.ProxyHandler({})]
+        if tls_ca:
+            context = ssl.create_default_context(cafile=tls_ca)
+            handlers.append(urllib.request.HTTPSHandler(context=context))
+        self._opener = urllib.request.build_opener(*handlers)
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{self.base}{path}", data=data, method=method)
         request.add_header("Content-Type", "application/json")
+        if self._control_key:
+            # Sent on every call: the probe's inference is restricted too on a secured server.
+            request.add_header(CONTROL_KEY_HEADER, self._control_key)
         try:
             with self._opener.open(request, timeout=self.timeout_s) as response:
                 raw = response.read()

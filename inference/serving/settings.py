@@ -21,6 +21,15 @@ from schemas.settings import (
 # The committed layout: config.pbtxt per model and the python backend's model.py.
 TEMPLATE_REPOSITORY = Path(__file__).resolve().parents[1] / "model_repository"
 MODELS = ("ranker", "ranker_python", "ranker_torch")
+# The secured stack starts Triton with its model control (and, on plaintext HTTP, its
+# inference) behind this header; gRPC metadata keys must be lower case.
+CONTROL_KEY_HEADER = "streamrec-control-key"
+# Triton's gRPC endpoint looks for restricted-protocol keys under this prefix.
+GRPC_CONTROL_KEY_HEADER = f"triton-grpc-protocol-{CONTROL_KEY_HEADER}"
+CONTROL_KEY_ENV = "STREAMREC_TRITON_CONTROL_KEY"
+# The CA that signed Triton's certificate: the worker's gRPC client (and an https://
+# endpoint of the CLI) trusts it; unset means plaintext.
+TLS_CA_ENV = "STREAMREC_TRITON_TLS_CA"
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,15 @@ class ServingSettings(Settings):
     )
     artifacts_dir: Path = setting(
         DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="trained ranker that publish copies"
+    )
+    control_key: str = setting(
+        "",
+        env=CONTROL_KEY_ENV,
+        help=f"sent as the {CONTROL_KEY_HEADER} header (a Triton started with a key needs it)",
+        secret=True,
+    )
+    tls_ca: str = setting(
+        "", env=TLS_CA_ENV, help="CA file trusted for an https:// endpoint", shown="system CAs"
     )
 
     def __post_init__(self) -> None:

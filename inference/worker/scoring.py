@@ -80,11 +80,20 @@ def channel_args(grpcclient: Any) -> list[tuple[str, Any]]:
 class TritonScorer:
     """The served ranker over gRPC, at most ``max_inflight`` requests at a time."""
 
-    def __init__(self, url: str, model: str, timeout_s: float, max_inflight: int) -> None:
+    def __init__(
+        self, url: str, model: str, timeout_s: float, max_inflight: int, tls_ca: str = ""
+    ) -> None:
         import tritonclient.grpc.aio as grpcclient  # type: ignore[import-untyped]
 
         self._grpc = grpcclient
-        self._client = grpcclient.InferenceServerClient(url, channel_args=channel_args(grpcclient))
+        # With a CA, TLS that trusts only it (the file is read here, so a missing one fails
+        # at start, not at the first request).
+        self._client = grpcclient.InferenceServerClient(
+            url,
+            ssl=bool(tls_ca),
+            root_certificates=tls_ca or None,
+            channel_args=channel_args(grpcclient),
+        )
         self._model = model
         self._timeout_s = timeout_s
         self._slots = asyncio.Semaphore(max_inflight)

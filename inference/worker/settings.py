@@ -59,6 +59,10 @@ class WorkerSettings(Settings):
     triton_model: str = setting(
         "ranker", env="STREAMREC_TRITON_MODEL", help="served model (ranker_python locally)"
     )
+    # Set: gRPC over TLS, trusting only this CA (the secured stack's <home>/secrets/ca.pem).
+    triton_tls_ca: str = setting(
+        "", env="STREAMREC_TRITON_TLS_CA", help="CA file for Triton's gRPC TLS", shown="plaintext"
+    )
     model_dir: Path = setting(
         DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="the trained ranker's folder (vocab, recall)"
     )

@@ -66,6 +66,7 @@ def build_scorer(settings: WorkerSettings) -> Scorer:
         settings.triton_model,
         settings.triton_timeout_ms / 1000,
         settings.max_inflight,
+        settings.triton_tls_ca,
     )
 
 

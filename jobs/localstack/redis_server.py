@@ -1,23 +1,55 @@
-"""A throwaway Redis (the Feast online store) from the system's redis-server binary."""
+"""A throwaway Redis (the Feast online store) from the system's redis-server binary.
+
+In the secured mode (``STREAMREC_STACK_SECURE``) it listens with TLS only and knows
+the ACL users of :mod:`jobs.localstack.redis_acl`; :func:`redis_url_for` gives the
+URL one principal connects with.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 import redis
 
 from jobs.localstack import binaries
+from jobs.localstack.credentials import ensure_credentials
+from jobs.localstack.errors import StackError
+from jobs.localstack.redis_acl import render_acl_file
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
+from jobs.localstack.tls import TlsFiles, ensure_certificates
 
 REDIS_MAXMEMORY = "2gb"
+ACL_FILE = "users.acl"
 
 
-def render_redis_conf(settings: StackSettings, data_dir: Path) -> str:
-    """Config for a loopback-only instance that stays in the foreground and keeps its data."""
+def _listener_lines(settings: StackSettings, data_dir: Path, tls: TlsFiles | None) -> list[str]:
+    if tls is None:
+        return [f"port {settings.redis_port}"]
+    return [
+        # No plaintext port at all: a client that does not speak TLS cannot even say hello.
+        "port 0",
+        f"tls-port {settings.redis_port}",
+        f'tls-cert-file "{tls.server_cert}"',
+        f'tls-key-file "{tls.server_key}"',
+        f'tls-ca-cert-file "{tls.ca_cert}"',
+        # Clients prove who they are with ACL passwords, not certificates.
+        "tls-auth-clients no",
+        f'aclfile "{data_dir / ACL_FILE}"',
+    ]
+
+
+def render_redis_conf(settings: StackSettings, data_dir: Path, tls: TlsFiles | None = None) -> str:
+    """Config for a loopback-only instance that stays in the foreground and keeps its data.
+
+    With ``tls`` (the secured mode) the port speaks TLS only and the users come
+    from the ACL file beside the config, which :meth:`RedisService.prepare` writes.
+    """
     lines = [
         "# Written by jobs.localstack on every start; edits are overwritten.",
-        f"port {settings.redis_port}",
+        *_listener_lines(settings, data_dir, tls),
         f"bind {HOST}",
         f'dir "{data_dir}"',
         # The online store survives a Redis restart: nothing rebuilds it from Kafka (the
@@ -59,29 +91,77 @@ class RedisService(Service):
         return (self.settings.redis_port,)
 
     def endpoint(self) -> str:
+        if self.settings.secure:
+            return f"rediss://{HOST}:{self.settings.redis_port}/0"
         return self.settings.redis_url
 
     def exports(self) -> dict[str, str]:
+        # Secured: no URL here, since it would carry a password; each role gets its own
+        # from redis_url_for.
+        if self.settings.secure:
+            return {}
         return {"STREAMREC_REDIS_URL": self.settings.redis_url}
+
+    def url_for(self, user: str) -> str:
+        return redis_url_for(self.settings, user)
 
     def ensure_installed(self) -> None:
         self._binary = binaries.ensure_redis_server()
 
     def prepare(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.conf.write_text(render_redis_conf(self.settings, self.dir))
+        tls = None
+        if self.settings.secure:
+            tls = ensure_certificates(self.settings.secrets_dir)
+            passwords = ensure_credentials(self.settings.secrets_dir).redis
+            write_private(self.dir / ACL_FILE, render_acl_file(passwords))
+        self.conf.write_text(render_redis_conf(self.settings, self.dir, tls))
 
     def command(self) -> list[str]:
         binary = self._binary or binaries.ensure_redis_server()
         return [binary, str(self.conf)]
 
     def is_healthy(self) -> bool:
-        client = redis.Redis(
-            host=HOST, port=self.settings.redis_port, socket_timeout=1, socket_connect_timeout=1
-        )
+        if self.settings.secure:
+            # The least privileged user that may PING: health needs no more.
+            client = redis.Redis.from_url(
+                self.url_for("reader"), socket_timeout=1, socket_connect_timeout=1
+            )
+        else:
+            client = redis.Redis(
+                host=HOST, port=self.settings.redis_port, socket_timeout=1, socket_connect_timeout=1
+            )
         try:
             return client.ping() is True
         except redis.RedisError:
             return False
         finally:
             client.close()
+
+
+def redis_url_for(settings: StackSettings, user: str) -> str:
+    """The URL ``user`` (admin, writer, reader) connects with; the plain URL when not secured.
+
+    Secured: ``rediss://<user>:<password>@127.0.0.1:<port>/0?ssl_ca_certs=<ca.pem>``,
+    which ``redis.Redis.from_url`` takes as it is (unknown query arguments become
+    keyword arguments of the connection). It holds a password: never log it.
+    """
+    if not settings.secure:
+        return settings.redis_url
+    passwords = ensure_credentials(settings.secrets_dir).redis
+    if user not in passwords:
+        raise StackError(f"no Redis user {user!r}; known: {', '.join(passwords)}")
+    ca = TlsFiles.under(settings.secrets_dir).ca_cert
+    secret = quote(passwords[user], safe="")
+    return (
+        f"rediss://{quote(user, safe='')}:{secret}@{HOST}:{settings.redis_port}/0"
+        f"?ssl_ca_certs={quote(str(ca), safe='/')}"
+    )
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by the owner only, from the first byte on."""
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text)

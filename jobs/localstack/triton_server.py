@@ -16,9 +16,11 @@ LD_LIBRARY_PATH.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -29,14 +31,21 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from inference.serving.settings import CONTROL_KEY_ENV, CONTROL_KEY_HEADER, TLS_CA_ENV
+from jobs.localstack.credentials import ensure_credentials
 from jobs.localstack.errors import StackError
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
+from jobs.localstack.tls import TlsFiles, ensure_certificates
 from schemas.files import file_lock
 
 log = logging.getLogger(__name__)
 
 PYTRITON_VERSION = "0.7.0"
+# The wheel pip downloads is run as a server binary: pinned, so that a tampered or
+# substituted file (a mirror, a poisoned cache) is refused before anything is unpacked.
+# PyPI's digest of nvidia_pytriton-0.7.0-py3-none-manylinux_2_35_x86_64.whl.
+WHEEL_SHA256 = "21f063ff93bb426d0c06b7a55e7eb9efcfe62c0dddd9a908e9877e18710128df"
 WHEEL_PREFIX = "pytriton/tritonserver/"
 LIBS_PREFIX = "nvidia_pytriton.libs/"
 # Within pytriton/tritonserver/: the parts a server needs (no Python client code).
@@ -79,7 +88,7 @@ def ensure_server(cache_dir: Path, tag: str | None = None) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     with file_lock(cache_dir / ".tritonserver.lock"):
         if not (home / _COMPLETE).exists():
-            _unpack(_download_wheel(cache_dir), home)
+            _unpack(verify_wheel(_download_wheel(cache_dir)), home)
         if not (backends / _COMPLETE).exists():
             _make_backend_dir(home, backends, tag or python_tag())
     return home
@@ -105,6 +114,46 @@ def _download_wheel(cache_dir: Path) -> Path:
     return found[0]
 
 
+def verify_wheel(wheel: Path, expected: str = WHEEL_SHA256) -> Path:
+    """``wheel`` if its SHA-256 is ``expected``; else it is deleted and StackError raised."""
+    digest = hashlib.sha256()
+    with wheel.open("rb") as source:
+        for block in iter(lambda: source.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected:
+        # Deleted, so that the next start downloads it again instead of failing forever.
+        wheel.unlink(missing_ok=True)
+        raise StackError(
+            f"{wheel} has SHA-256 {digest.hexdigest()}, not the pinned {expected}; "
+            "deleted it (run again to download it anew)"
+        )
+    return wheel
+
+
+def member_target(staging: Path, info: zipfile.ZipInfo) -> Path:
+    """Where a wanted member goes under ``staging``; StackError for any path leaving it.
+
+    Wheels are zip files anyone can craft: an absolute name, a `..` part or a
+    symbolic link would write (or later point) outside the server's folder.
+    """
+    name = info.filename
+    if stat.S_ISLNK(info.external_attr >> 16):
+        raise StackError(f"refusing wheel member {name!r}: a symbolic link")
+    if name.startswith(("/", "\\")) or ".." in name.replace("\\", "/").split("/"):
+        raise StackError(f"refusing wheel member {name!r}: its path leaves the target folder")
+    if name.startswith(WHEEL_PREFIX):
+        relative = name[len(WHEEL_PREFIX) :]
+    elif name.startswith(LIBS_PREFIX):
+        relative = "lib/" + name[len(LIBS_PREFIX) :]
+    else:
+        raise StackError(f"refusing wheel member {name!r}: not a part of the server")
+    # Belt and braces: whatever the name holds, the resolved path must stay inside.
+    target = (staging / relative).resolve()
+    if not target.is_relative_to(staging.resolve()):
+        raise StackError(f"refusing wheel member {name!r}: its path leaves the target folder")
+    return target
+
+
 def _unpack(wheel: Path, home: Path) -> None:
     log.info("unpacking tritonserver from %s into %s", wheel.name, home)
     shutil.rmtree(home, ignore_errors=True)
@@ -114,11 +163,7 @@ def _unpack(wheel: Path, home: Path) -> None:
             for info in archive.infolist():
                 if info.is_dir() or not wanted(info.filename):
                     continue
-                name = info.filename
-                relative = "lib/" + name[len(LIBS_PREFIX) :]
-                if name.startswith(WHEEL_PREFIX):
-                    relative = name[len(WHEEL_PREFIX) :]
-                target = staging / relative
+                target = member_target(staging, info)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.open(info) as source, target.open("wb") as sink:
                     shutil.copyfileobj(source, sink)
@@ -201,8 +246,9 @@ class TritonService(Service):
         return f"grpc {self.settings.triton_grpc_url}, {self.settings.triton_http_url}"
 
     def exports(self) -> dict[str, str]:
+        """What every client may see; the control key is given out by control_env only."""
         return {
-            "STREAMREC_TRITON_URL": self.settings.triton_grpc_url,
+            **inference_env(self.settings),
             "STREAMREC_TRITON_HTTP_URL": self.settings.triton_http_url,
             "STREAMREC_TRITON_MODEL_REPOSITORY": str(self.repository),
         }
@@ -242,6 +288,9 @@ class TritonService(Service):
             f"--log-file={self.log_path}",
             "--exit-timeout-secs=30",
         ]
+        if s.secure:
+            tls = ensure_certificates(s.secrets_dir)
+            argv += secured_args(tls, ensure_credentials(s.secrets_dir).triton_control_key)
         return argv + [f"--load-model={name}" for name in self._startup_models()]
 
     def env(self) -> Mapping[str, str]:
@@ -249,6 +298,48 @@ class TritonService(Service):
 
     def is_healthy(self) -> bool:
         return http_ok(f"{self.settings.triton_http_url}/v2/health/ready")
+
+
+# Behind the control key on both endpoints: loading and unloading models, and the
+# protocols that reach into the host (shared memory regions, trace and log files).
+CONTROLLED = ("model-repository", "shared-memory", "trace", "logging")
+# HTTP has no TLS here, so its inference is for the control principal only (the serving
+# CLI's probe); everybody else infers over gRPC with TLS. Health stays open for probes.
+HTTP_CONTROLLED = (*CONTROLLED, "inference", "model-config")
+
+
+def secured_args(tls: TlsFiles, control_key: str) -> list[str]:
+    """tritonserver flags of the secured mode: gRPC over TLS, control behind the key.
+
+    Triton takes the key only on its command line, so it shows in /proc/<pid>/cmdline
+    to local users of the machine; the stack binds loopback only, and a shared host
+    should mount /proc with hidepid=2.
+    """
+    grpc_rule = f"{','.join(CONTROLLED)}:{CONTROL_KEY_HEADER}={control_key}"
+    http_rule = f"{','.join(HTTP_CONTROLLED)}:{CONTROL_KEY_HEADER}={control_key}"
+    return [
+        "--grpc-use-ssl=true",
+        f"--grpc-server-cert={tls.server_cert}",
+        f"--grpc-server-key={tls.server_key}",
+        f"--grpc-restricted-protocol={grpc_rule}",
+        f"--http-restricted-api={http_rule}",
+    ]
+
+
+def inference_env(settings: StackSettings) -> dict[str, str]:
+    """The variables an inference client (the worker) needs: gRPC endpoint, and its CA."""
+    env = {"STREAMREC_TRITON_URL": settings.triton_grpc_url}
+    if settings.secure:
+        env[TLS_CA_ENV] = str(TlsFiles.under(settings.secrets_dir).ca_cert)
+    return env
+
+
+def control_env(settings: StackSettings) -> dict[str, str]:
+    """The variables the serving CLI needs; secured, they hold the control key (a secret)."""
+    env = {"STREAMREC_TRITON_HTTP_URL": settings.triton_http_url}
+    if settings.secure:
+        env[CONTROL_KEY_ENV] = ensure_credentials(settings.secrets_dir).triton_control_key
+    return env
 
 
 def http_ok(url: str, timeout_s: float = 1.0) -> bool:

@@ -1,0 +1,58 @@
+"""Redis ACL users of the secured stack: what each principal may run, and on which keys.
+
+The pipeline keeps three kinds of keys, all tied to the Feast project (the
+``schemas.views.PROJECT`` name unless a deployment picks another):
+
+* Feast's entity hashes: ``<serialized entity key><project>`` (binary, the project last);
+* co-visitation sets and the writer's replay guards: ``<project>:covisit:...``;
+* the out-of-stock set: ``<project>:inventory:out_of_stock``.
+
+``writer`` (the feature writer, and producers of the out-of-stock set) runs the
+upsert and co-visitation Lua scripts with EVALSHA, whose inner calls Redis checks
+against the same user (HGET/HSET/EXPIRE, GET/SET, ZINCRBY/ZREMRANGEBYRANK), marks
+stock with SADD/SREM in MULTI/EXEC, and reads what the worker reads. ``reader``
+(the worker, evaluation, the demo) gets read commands only. Both are confined to
+the project's keys; ``admin`` may do anything (the stack itself, ``feast apply``).
+The default user is off: every connection must say who it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from schemas.views import PROJECT
+
+# Read commands, minus those Redis marks dangerous (KEYS, DEBUG-like ones) and the
+# admin ones; SCAN would list every key name whatever the key patterns say.
+_READ = "+@connection +@read -@dangerous -@admin -scan"
+# Exactly the writes the writer's scripts and the stock updates issue. A new command
+# in a script fails with NOPERM in the integration test that runs the real writer.
+_WRITE = (
+    "+evalsha +eval +script|load +multi +exec +discard "
+    "+hset +hget +expire +get +set +zincrby +zremrangebyrank +sadd +srem"
+)
+
+USER_RULES: Mapping[str, str] = {
+    "admin": "~* &* +@all",
+    "writer": f"{_READ} {_WRITE}",
+    "reader": _READ,
+}
+
+
+def key_patterns(project: str = PROJECT) -> str:
+    """The ACL key patterns of one Feast project's keys (see the module doc)."""
+    # Glob metacharacters in a project name would widen the pattern; Feast names are
+    # letters, digits and underscores, so escaping them is enough.
+    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in project)
+    return f"~{escaped}:* ~*{escaped}"
+
+
+def render_acl_file(passwords: Mapping[str, str], project: str = PROJECT) -> str:
+    """An ACL file with one line per user; it holds only SHA-256 digests of the passwords."""
+    lines = ["user default off resetpass resetkeys resetchannels -@all"]
+    for user, rules in USER_RULES.items():
+        digest = hashlib.sha256(passwords[user].encode()).hexdigest()
+        keys = "" if user == "admin" else f" resetchannels {key_patterns(project)}"
+        lines.append(f"user {user} on #{digest}{keys} {rules}")
+    return "\n".join(lines) + "\n"
