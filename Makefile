@@ -113,7 +113,7 @@ feature-writer: $(STAMP) ## run the feature writer (changelog -> Feast online st
 	$(PY) -m jobs.feature_writer
 
 feast-apply: $(STAMP) ## register the feature views (registry under .stack/feast)
-	eval "$$($(PY) -m jobs.feature_writer.feast_env)" && cd feature_repo && ../$(VENV)/bin/feast apply
+	$(PY) -m jobs.feature_writer.feast_env apply
 
 .PHONY: drift drift-reference drift-check
 drift: $(STAMP) ## run the drift watch (feature changelog + scores vs the model's reference, Evidently)

@@ -24,7 +24,7 @@ MIN_SECRET_CHARS = 4
 def redact(text: str, secrets: Iterable[str]) -> str:
     """``text`` with each of ``secrets`` replaced by ``***`` (longest first, so a secret
     containing another is masked whole)."""
-    for secret in sorted(secrets, key=len, reverse=True):
+    for secret in sorted(filter(None, secrets), key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
 

@@ -6,8 +6,10 @@ Feast 0.67 expands them with ``os.path.expandvars`` (no defaults; an unset
 variable stays literally ``${...}``), so this module derives both from the
 variables users already set. Explicitly set values win.
 
-``eval "$(python -m jobs.feature_writer.feast_env)"`` exports them for the
-``feast`` CLI; :func:`load_store` uses them without touching ``os.environ``.
+``python -m jobs.feature_writer.feast_env apply`` runs ``feast apply`` with them
+in its environment (passed as a dict: no shell ever sees the Redis password), and
+:func:`load_store` uses them without touching ``os.environ``. With no command it
+prints them, the password masked.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import yaml
 from feast import FeatureStore, RepoConfig
 
 from jobs.feature_writer.errors import SettingsError
-from schemas.settings import DEFAULT_REDIS_URL, REDIS_URL_ENV
+from schemas.redact import redact
+from schemas.settings import DEFAULT_REDIS_URL, MASK, REDIS_URL_ENV, mask_url, secret_texts
 
 FEAST_REDIS_ENV = "STREAMREC_FEAST_REDIS"
 FEAST_REGISTRY_ENV = "STREAMREC_FEAST_REGISTRY"
@@ -39,7 +42,8 @@ def feast_connection_string(redis_url: str) -> str:
     """``redis://[user:pass@]host:port/db`` as Feast's ``host:port,db=N[,...]``."""
     parts = urlsplit(redis_url)
     if parts.scheme not in ("redis", "rediss"):
-        raise SettingsError(f"{REDIS_URL_ENV} must be redis:// or rediss://, not {redis_url!r}")
+        shown = mask_url(redis_url)  # the URL's password stays out of the message
+        raise SettingsError(f"{REDIS_URL_ENV} must be redis:// or rediss://, not {shown!r}")
     db = parts.path.strip("/") or "0"
     fields = [f"{parts.hostname or '127.0.0.1'}:{parts.port or 6379}", f"db={db}"]
     if parts.username:
@@ -110,13 +114,48 @@ def feast_apply(
                           capture_output=True, text=True, timeout=180)  # fmt: skip
 
 
-def main() -> int:
-    """Print ``export`` lines for the ``feast`` CLI (and create the registry's folder)."""
-    values = feast_environment()
-    Path(values[FEAST_REGISTRY_ENV]).parent.mkdir(parents=True, exist_ok=True)
-    for name, value in values.items():
-        sys.stdout.write(f"export {name}='{value}'\n")
-    return 0
+def _is_password(field: str) -> bool:
+    return field.startswith("password=")
+
+
+def masked_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """:func:`feast_environment` fit to print: the connection string's password masked."""
+    values = feast_environment(environ)
+    fields = values[FEAST_REDIS_ENV].split(",")
+    masked = [f"password={MASK}" if _is_password(field) else field for field in fields]
+    return values | {FEAST_REDIS_ENV: ",".join(masked)}
+
+
+def redis_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
+    """The Redis password in every form Feast's output could show it."""
+    env = os.environ if environ is None else environ
+    found = secret_texts(env.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL)
+    fields = feast_environment(env)[FEAST_REDIS_ENV].split(",")
+    return found | {field.removeprefix("password=") for field in fields if _is_password(field)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``apply``: run ``feast apply`` configured from the environment; else show the values.
+
+    ``feast apply``'s own output is passed on with the Redis password masked.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    if args not in ([], ["apply"]):
+        print("usage: python -m jobs.feature_writer.feast_env [apply]", file=sys.stderr)
+        return 2
+    try:
+        if not args:
+            for name, value in masked_environment().items():
+                print(f"{name}={value}")
+            return 0
+        done = feast_apply()
+    except SettingsError as exc:
+        print(f"feast_env: {exc}", file=sys.stderr)
+        return 2
+    secrets = redis_secrets()
+    sys.stdout.write(redact(done.stdout, secrets))
+    sys.stderr.write(redact(done.stderr, secrets))
+    return done.returncode
 
 
 if __name__ == "__main__":

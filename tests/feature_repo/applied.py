@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,13 +51,7 @@ def applied_copy(tmp: Path, redis_url: str) -> AppliedRepo:
     }
     env.pop(FEAST_REDIS_ENV, None)
     env.pop(FEAST_REGISTRY_ENV, None)
-    exports = subprocess.run(
-        [sys.executable, "-m", "jobs.feature_writer.feast_env"],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    for line in exports.stdout.splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
-        env[name] = value.strip("'")
+    # feast_apply and load_store derive Feast's variables from env themselves.
     done = feast_apply(repo, env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp / "stack" / "feast" / "registry.db").is_file()
