@@ -8,6 +8,7 @@ targets, ConfigMaps, claims, ports and variables.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,18 @@ _CONTAINER = {
             "type": "array",
             "items": {
                 "type": "object",
-                "required": ["name", "value"],
-                "properties": {"value": {"type": "string"}},
+                "required": ["name"],
+                "properties": {
+                    "value": {"type": "string"},
+                    "valueFrom": {
+                        "type": "object",
+                        "required": ["secretKeyRef"],
+                        "properties": {
+                            "secretKeyRef": {"type": "object", "required": ["name", "key"]}
+                        },
+                    },
+                },
+                "oneOf": [{"required": ["value"]}, {"required": ["valueFrom"]}],
             },
         },
     },
@@ -82,6 +93,12 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             }
         },
     },
+    "NetworkPolicy": {
+        "required": ["metadata", "spec"],
+        "properties": {
+            "spec": {"type": "object", "required": ["podSelector", "policyTypes"]},
+        },
+    },
     "HorizontalPodAutoscaler": {
         "required": ["metadata", "spec"],
         "properties": {
@@ -100,6 +117,13 @@ API_VERSIONS = {
     "Service": "v1",
     "Deployment": "apps/v1",
     "HorizontalPodAutoscaler": "autoscaling/v2",
+    "NetworkPolicy": "networking.k8s.io/v1",
+}
+# Variables whose values are credentials: only ever from a Secret, by reference.
+SECRET_VARIABLES = {"STREAMREC_REDIS_URL", "STREAMREC_KAFKA_CONFIG", "STREAMREC_TRITON_CONTROL_KEY"}
+PROMETHEUS = {
+    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
 }
 
 
@@ -224,3 +248,111 @@ def test_manifests_pass_the_kubernetes_openapi_schemas() -> None:
 
     for _path, doc in k8s_documents():
         validator.validate(doc, "1.33.0", strict=True)  # raises on the first error
+
+
+def env_of(deployment: str) -> dict[str, dict[str, Any]]:
+    (container,) = by_kind("Deployment")[deployment]["spec"]["template"]["spec"]["containers"]
+    return {item["name"]: item for item in container.get("env", [])}
+
+
+def test_no_secret_is_written_in_a_manifest() -> None:
+    assert not by_kind("Secret"), "Secrets are created in the cluster, not kept here"
+    for name, config in by_kind("ConfigMap").items():
+        assert not SECRET_VARIABLES & set(config["data"]), name
+        for value in config["data"].values():
+            assert not re.search(r"://[^/@\s]*:[^/@\s]*@", value), (name, value)
+    for name, container in containers():
+        for item in container.get("env", []):
+            if item["name"] in SECRET_VARIABLES:
+                assert "value" not in item, f"{name} writes {item['name']} in"
+
+
+def test_secrets_come_by_secret_key_ref() -> None:
+    def secret(deployment: str, variable: str) -> tuple[str, str]:
+        ref = env_of(deployment)[variable]["valueFrom"]["secretKeyRef"]
+        return ref["name"], ref["key"]
+
+    assert secret("worker", "STREAMREC_REDIS_URL") == ("streamrec-redis", "url")
+    for deployment in ("worker", "drift"):
+        assert secret(deployment, "STREAMREC_KAFKA_CONFIG") == ("streamrec-kafka", "config")
+    assert secret("triton", "STREAMREC_TRITON_CONTROL_KEY") == ("streamrec-triton", "control-key")
+
+
+def test_tritons_model_control_needs_the_key_from_its_secret() -> None:
+    (container,) = by_kind("Deployment")["triton"]["spec"]["template"]["spec"]["containers"]
+    for flag in ("--grpc-restricted-protocol=", "--http-restricted-api="):
+        (rule,) = [a.removeprefix(flag) for a in container["args"] if a.startswith(flag)]
+        protocols, key = rule.split(":", 1)
+        assert "model-repository" in protocols.split(",")
+        assert key == "streamrec-control-key=$(STREAMREC_TRITON_CONTROL_KEY)"
+
+
+def test_metrics_listen_on_the_pod_address() -> None:
+    assert env_of("worker")["STREAMREC_WORKER_METRICS_HOST"]["value"] == "0.0.0.0"
+    drift = by_kind("ConfigMap")["streamrec-drift-config"]["data"]
+    assert drift["STREAMREC_DRIFT_METRICS_HOST"] == "0.0.0.0"
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if not selector.get("matchLabels", {}).items() <= labels.items():
+        return False
+    for expression in selector.get("matchExpressions", []):
+        assert expression["operator"] == "In", expression
+        if labels.get(expression["key"]) not in expression["values"]:
+            return False
+    return True
+
+
+def allowed(pod: str, port: str) -> list[dict[str, Any]]:
+    """The peers the namespace's policies let reach ``pod``'s named ``port``."""
+    labels = by_kind("Deployment")[pod]["spec"]["template"]["metadata"]["labels"]
+    peers = []
+    for policy in by_kind("NetworkPolicy").values():
+        if _selects(policy["spec"]["podSelector"], labels):
+            for rule in policy["spec"].get("ingress", []):
+                if any(p["port"] == port for p in rule["ports"]):
+                    peers += rule["from"]
+    return peers
+
+
+def test_ingress_is_denied_by_default() -> None:
+    deny = by_kind("NetworkPolicy")["default-deny-ingress"]["spec"]
+    assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    for name, policy in by_kind("NetworkPolicy").items():
+        assert policy["spec"]["policyTypes"] == ["Ingress"], name
+        for rule in policy["spec"].get("ingress", []):
+            assert rule.get("from") and rule.get("ports"), f"{name} lets anybody in"
+
+
+def test_policies_let_in_only_what_the_pipeline_needs() -> None:
+    worker = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "worker"}}}
+    assert allowed("triton", "grpc") == [worker]
+    assert allowed("triton", "metrics") == [PROMETHEUS]
+    assert allowed("worker", "metrics") == allowed("drift", "metrics") == [PROMETHEUS]
+    assert [p["podSelector"]["matchLabels"] for p in allowed("triton", "http")] == [
+        {"app.kubernetes.io/name": "serving"}
+    ]
+    redis = by_kind("NetworkPolicy")["redis-ingress"]["spec"]["ingress"]
+    (peer,) = redis[0]["from"]
+    assert _selects(peer["podSelector"], {"app.kubernetes.io/name": "worker"})
+    assert not _selects(peer["podSelector"], {"app.kubernetes.io/name": "drift"})
+    assert [p["port"] for p in redis[0]["ports"]] == [code_ports()["redis"]]
+
+
+def test_policy_ports_are_ports_the_pods_name() -> None:
+    deployments = by_kind("Deployment")
+    for name, policy in by_kind("NetworkPolicy").items():
+        for deployment in deployments.values():
+            labels = deployment["spec"]["template"]["metadata"]["labels"]
+            if not policy["spec"]["podSelector"] or not _selects(
+                policy["spec"]["podSelector"], labels
+            ):
+                continue
+            named = {
+                p["name"]
+                for c in deployment["spec"]["template"]["spec"]["containers"]
+                for p in c.get("ports", [])
+            }
+            for rule in policy["spec"]["ingress"]:
+                for port in rule["ports"]:
+                    assert port["port"] in named, (name, port)
