@@ -26,7 +26,13 @@ from inference.serving.errors import PublishError
 from inference.serving.settings import MODELS, TEMPLATE_REPOSITORY
 from schemas.files import file_lock
 from schemas.model_files import MANIFEST_FILE as MANIFEST
-from schemas.model_files import MODEL_CONFIG_FILE, NETWORK_FILE, WEIGHTS_FILE
+from schemas.model_files import (
+    MODEL_CONFIG_FILE,
+    NETWORK_FILE,
+    WEIGHTS_FILE,
+    ModelPathError,
+    served_file_path,
+)
 
 CONFIG = "config.pbtxt"
 PYTHON_MODEL = "model.py"
@@ -99,9 +105,12 @@ def _manifest(artifacts_dir: Path) -> Path:
 
 
 def served_file(artifacts_dir: Path) -> Path:
-    """The ONNX file manifest.json names as served (`served_file`)."""
+    """The ONNX file manifest.json names as served (`served_file`), inside ``artifacts_dir``."""
     manifest = json.loads(_manifest(artifacts_dir).read_text())
-    path = artifacts_dir / str(manifest.get("served_file", "model.onnx"))
+    try:
+        path = served_file_path(artifacts_dir, manifest)
+    except ModelPathError as exc:
+        raise PublishError(f"{MANIFEST} served_file: {exc}") from None
     if not path.exists():
         raise PublishError(f"{MANIFEST} names {path.name} as served, but {path} is missing")
     return path

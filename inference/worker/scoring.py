@@ -20,7 +20,8 @@ import grpc  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
 
-from inference.worker.errors import RankerTimeout, RankerUnavailable
+from inference.worker.errors import ArtifactsError, RankerTimeout, RankerUnavailable
+from schemas.model_files import ModelPathError, served_file_path
 from schemas.ranking import CAND_ITEMS, INPUT_NAMES, MANIFEST_FILE, SCORES
 
 # A client deadline, or the model's queue dropping a request whose budget ran out.
@@ -157,14 +158,18 @@ class OnnxScorer:
 
         manifest_path = model_dir / MANIFEST_FILE
         manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-        served = str(manifest.get("served_file", "model.onnx"))
+        try:
+            served_path = served_file_path(model_dir, manifest)
+        except ModelPathError as exc:
+            raise ArtifactsError(f"{manifest_path} served_file: {exc}") from None
+        served = str(served_path.relative_to(model_dir.resolve()))
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
         # As in the served model: no spinning pool threads taking the worker's cores.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
-            str(model_dir / served), options, providers=["CPUExecutionProvider"]
+            str(served_path), options, providers=["CPUExecutionProvider"]
         )
         self._version = f"onnx:{served}:{manifest.get('created_at', 'unknown')}"
         self.inflight = 0
