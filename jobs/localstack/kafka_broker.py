@@ -1,18 +1,30 @@
-"""A single-node Kafka 4.1 broker in KRaft mode, run from Maven Central jars (no Docker)."""
+"""A single-node Kafka 4.1 broker in KRaft mode, run from Maven Central jars (no Docker).
+
+In the secured mode (``STREAMREC_STACK_SECURE``) clients reach it over SASL_SSL with
+SCRAM-SHA-512 users made at format time, the broker's own controller traffic goes
+over mutual TLS, and an authorizer refuses whatever kafka_acls.py does not grant.
+"""
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
 import logging
+import os
+import secrets
 import shutil
 import subprocess
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from jobs.localstack import binaries, process
+from jobs.localstack.credentials import Credentials, ensure_credentials
 from jobs.localstack.errors import StackError
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
+from jobs.localstack.tls import TlsFiles, ensure_certificates
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +33,14 @@ _HERE = Path(__file__).resolve().parent
 POM = _HERE / "kafka-pom.xml"
 LOG4J2_CONFIG = _HERE / "kafka-log4j2.properties"
 _COMPLETE = ".complete"
+
+SCRAM = "SCRAM-SHA-512"
+SCRAM_ITERATIONS = 8192
+ADMIN = "admin"
+# The principal the broker's TLS client certificate maps to on the controller listener.
+CONTROLLER_PRINCIPAL = "User:CN=127.0.0.1"
+CLIENT_LISTENER = "SASL_SSL"
+PLAINTEXT_MODE = "plaintext"
 
 
 def render_server_properties(settings: StackSettings, data_dir: Path) -> str:
@@ -52,6 +72,127 @@ def render_server_properties(settings: StackSettings, data_dir: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_secured_properties(
+    settings: StackSettings, data_dir: Path, tls: TlsFiles, admin_password: str
+) -> str:
+    """server.properties of the secured mode: the plaintext one with its listeners replaced."""
+    port, ctrl = settings.kafka_port, settings.kafka_controller_port
+    jaas = scram_jaas(ADMIN, admin_password)
+    secured = {
+        "listeners": f"{CLIENT_LISTENER}://{HOST}:{port},CONTROLLER://{HOST}:{ctrl}",
+        "advertised.listeners": f"{CLIENT_LISTENER}://{HOST}:{port}",
+        "inter.broker.listener.name": CLIENT_LISTENER,
+        # SCRAM users live in the metadata the controller serves, so the controller's
+        # own listener cannot use them: it takes only clients holding a certificate of
+        # the stack's CA (the broker presents its server certificate).
+        "listener.security.protocol.map": f"CONTROLLER:SSL,{CLIENT_LISTENER}:SASL_SSL",
+        "listener.name.controller.ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": SCRAM,
+        "sasl.mechanism.inter.broker.protocol": SCRAM,
+        f"listener.name.{CLIENT_LISTENER.lower()}.{SCRAM.lower()}.sasl.jaas.config": jaas,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tls.server_keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tls.ca_cert),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:{ADMIN};{CONTROLLER_PRINCIPAL}",
+        "allow.everyone.if.no.acl.found": "false",
+        # Topics come from the parts' `ensure_topics`, under the ACLs' CREATE grants.
+        "auto.create.topics.enable": "false",
+    }
+    kept = _parse_properties(render_server_properties(settings, data_dir))
+    props = kept | secured
+    lines = ["# Written by jobs.localstack on every start; edits are overwritten. Secret: 0600."]
+    lines += [f"{key}={_properties_value(value)}" for key, value in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def scram_jaas(user: str, password: str) -> str:
+    """The JAAS line of a SCRAM login; quotes and backslashes escaped as JAAS reads them."""
+
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    module = "org.apache.kafka.common.security.scram.ScramLoginModule"
+    return f"{module} required username={quoted(user)} password={quoted(password)};"
+
+
+def _properties_value(text: str) -> str:
+    """``text`` as a java.util.Properties value (read as ISO-8859-1, backslash escapes)."""
+    out = []
+    for char in text:
+        if char == "\\":
+            out.append("\\\\")
+        elif not " " <= char <= "~":  # control characters and anything beyond ASCII
+            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else _surrogates(char))
+        else:
+            out.append(char)
+    escaped = "".join(out)
+    # Properties drops a value's leading blanks unless escaped.
+    return "\\" + escaped if escaped.startswith(" ") else escaped
+
+
+def _surrogates(char: str) -> str:
+    pair = char.encode("utf-16-be")
+    return "".join(f"\\u{int.from_bytes(pair[i : i + 2], 'big'):04x}" for i in (0, 2))
+
+
+def _parse_properties(text: str) -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")
+    return {key: value for key, value in pairs}
+
+
+def scram_argument(user: str, password: str, salt: bytes, iterations: int) -> str:
+    """StorageTool's ``--add-scram`` value, with the salted password computed here.
+
+    The tool's own ``password=`` cannot hold a comma (it splits on them, quotes or
+    not); the salted password is base64, so every password survives. SCRAM's
+    salted password is PBKDF2-HMAC over the UTF-8 password, as Kafka's ScramFormatter.
+    """
+    if any(char in user for char in ',=[]"\n'):
+        raise StackError(f"Kafka user name {user!r} cannot be given to the storage tool")
+    salted = hashlib.pbkdf2_hmac("sha512", password.encode(), salt, iterations)
+    parts = {
+        "name": user,
+        "salt": base64.b64encode(salt).decode(),
+        "saltedpassword": base64.b64encode(salted).decode(),
+        "iterations": str(iterations),
+    }
+    return f"{SCRAM}=[" + ",".join(f"{k}={v}" for k, v in parts.items()) + "]"
+
+
+def client_properties(settings: StackSettings, user: str) -> dict[str, str]:
+    """librdkafka properties with which ``user`` reaches the secured broker.
+
+    Empty in the plaintext mode, so callers can merge them unconditionally.
+    """
+    if not settings.secure:
+        return {}
+    passwords = ensure_credentials(settings.secrets_dir).kafka
+    if user not in passwords:
+        raise StackError(f"no Kafka user {user!r}; the users are {', '.join(passwords)}")
+    return {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": SCRAM,
+        "sasl.username": user,
+        "sasl.password": passwords[user],
+        "ssl.ca.location": str(TlsFiles.under(settings.secrets_dir).ca_cert),
+    }
+
+
+def kafka_config_value(properties: Mapping[str, str]) -> str:
+    """``properties`` as STREAMREC_KAFKA_CONFIG text: ``name=value,...``.
+
+    Backslashes and commas in names and values are escaped (``\\\\``, ``\\,``), as
+    schemas.settings.parse_properties reads them.
+    """
+
+    def escaped(text: str) -> str:
+        return text.replace("\\", "\\\\").replace(",", "\\,")
+
+    return ",".join(f"{escaped(name)}={escaped(value)}" for name, value in properties.items())
+
+
 def random_cluster_id() -> str:
     """What `kafka-storage.sh random-uuid` prints (URL-safe base64 of 16 random bytes).
 
@@ -75,6 +216,8 @@ class KafkaService(Service):
         self.data_dir = self.dir / "data"
         self.logs_dir = self.dir / "logs"
         self.properties = self.dir / "server.properties"
+        # Which mode formatted data/: absent means plaintext (and data/ older than it).
+        self.mode_marker = self.dir / "data.mode"
         self._java: str | None = None
 
     @property
@@ -88,7 +231,21 @@ class KafkaService(Service):
         return self.settings.kafka_bootstrap
 
     def exports(self) -> dict[str, str]:
+        # Never a password here: in the secured mode a role's config comes from role_exports.
         return {"STREAMREC_KAFKA_BOOTSTRAP_SERVERS": self.settings.kafka_bootstrap}
+
+    def role_exports(self, user: str) -> dict[str, str]:
+        """The variables with which a part running as ``user`` reaches the broker."""
+        exports = self.exports()
+        properties = client_properties(self.settings, user)
+        if properties:
+            exports["STREAMREC_KAFKA_CONFIG"] = kafka_config_value(properties)
+        return exports
+
+    def admin_config(self) -> dict[str, str]:
+        """librdkafka configuration of the stack's own admin client."""
+        config = {"bootstrap.servers": self.settings.kafka_bootstrap}
+        return config | client_properties(self.settings, ADMIN)
 
     @property
     def java(self) -> str:
@@ -116,17 +273,69 @@ class KafkaService(Service):
 
     def prepare(self) -> None:
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        self.properties.write_text(render_server_properties(self.settings, self.data_dir))
-        if not (self.data_dir / "meta.properties").exists():
-            self._format_storage()
+        formatted = (self.data_dir / "meta.properties").exists()
+        if not self.settings.secure:
+            if formatted:
+                self._check_mode(PLAINTEXT_MODE)
+            self.properties.write_text(render_server_properties(self.settings, self.data_dir))
+            if not formatted:
+                self.mode_marker.unlink(missing_ok=True)
+                self._format_storage()
+            return
+        credentials = ensure_credentials(self.settings.secrets_dir)
+        mode = secured_mode(credentials)
+        if formatted:
+            self._check_mode(mode)
+        tls = ensure_certificates(self.settings.secrets_dir)
+        text = render_secured_properties(
+            self.settings, self.data_dir, tls, credentials.kafka[ADMIN]
+        )
+        _write_private(self.properties, text)
+        if not formatted:
+            self._format_storage(credentials.kafka)
+            self.mode_marker.write_text(mode + "\n")
 
-    def _format_storage(self) -> None:
+    def _check_mode(self, wanted: str) -> None:
+        """Refuse data/ formatted for the other mode, or for other SCRAM passwords."""
+        found = self.mode_marker.read_text().strip() if self.mode_marker.exists() else ""
+        found = found or PLAINTEXT_MODE
+        if found == wanted:
+            return
+        variable = self.settings.variable("secure")
+        if found == PLAINTEXT_MODE:
+            why = f"was formatted in the plaintext mode, so it has no SCRAM users; unset {variable}"
+        elif wanted == PLAINTEXT_MODE:
+            why = f"was formatted in the secured mode; set {variable}=1"
+        else:
+            why = (
+                "holds SCRAM users made with other passwords (the credentials under "
+                f"{self.settings.secrets_dir} were made anew since)"
+            )
+        raise StackError(
+            f"Kafka's data folder {self.data_dir} {why}, or delete that folder (its topics "
+            "go with it) to have it formatted again."
+        )
+
+    def _format_storage(self, users: Mapping[str, str] | None = None) -> None:
         log.info("formatting Kafka storage in %s", self.data_dir)
-        argv = [self.java, "-cp", f"{self.libs}/*", "kafka.tools.StorageTool", "format"]
+        argv = ["-cp", f"{self.libs}/*", "kafka.tools.StorageTool", "format"]
         argv += ["--standalone", "-t", random_cluster_id(), "-c", str(self.properties)]
-        # Formatting is once per data folder. Changing ports later is fine: a single
-        # voter re-announces its controller endpoint at startup (checked on 4.1.1).
-        _run(argv, "formatting Kafka storage")
+        for user, password in (users or {}).items():
+            salt = secrets.token_bytes(32)
+            argv += ["--add-scram", scram_argument(user, password, salt, SCRAM_ITERATIONS)]
+        if not users:
+            # Formatting is once per data folder. Changing ports later is fine: a single
+            # voter re-announces its controller endpoint at startup (checked on 4.1.1).
+            _run([self.java, *argv], "formatting Kafka storage")
+            return
+        # Salted passwords log a client in, so they go through a 0600 argument file
+        # rather than a command line every local user can read in /proc.
+        argfile = self.dir / "format.args"
+        _write_private(argfile, "\n".join(argv) + "\n")
+        try:
+            _run([self.java, f"@{argfile}"], "formatting Kafka storage")
+        finally:
+            argfile.unlink(missing_ok=True)
 
     def command(self) -> list[str]:
         return [
@@ -153,15 +362,32 @@ class KafkaService(Service):
         # A plain TCP probe first: librdkafka would log a connection error per attempt.
         if not process.port_in_use(HOST, self.settings.kafka_port):
             return False
-        return broker_answers(self.settings.kafka_bootstrap)
+        return broker_answers(self.settings.kafka_bootstrap, config=self.admin_config())
+
+    def after_start(self) -> None:
+        if self.settings.secure:
+            from jobs.localstack.kafka_acls import acl_bindings, apply_acls
+
+            apply_acls(self.admin_config(), acl_bindings())
 
 
-def broker_answers(bootstrap: str, timeout_s: float = 2.0) -> bool:
-    """True if a metadata request returns at least one broker."""
+def secured_mode(credentials: Credentials) -> str:
+    """What the mode marker records: secured, and which passwords the users were made with.
+
+    A digest of the passwords, not the passwords: the marker is not a secret file.
+    """
+    text = json.dumps(dict(sorted(credentials.kafka.items())))
+    return "secured " + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def broker_answers(
+    bootstrap: str, timeout_s: float = 2.0, config: Mapping[str, str] | None = None
+) -> bool:
+    """True if a metadata request returns at least one broker (``config``: credentials)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({**(config or {}), "bootstrap.servers": bootstrap, "log_level": 0})
     try:
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException:
@@ -174,3 +400,11 @@ def _run(argv: list[str], what: str) -> None:
     if result.returncode != 0:
         output = (result.stdout + result.stderr)[-3000:]
         raise StackError(f"{what} failed (exit {result.returncode}):\n{output}")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by the owner only, from the first byte on."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text)

@@ -93,3 +93,8 @@ class Service(abc.ABC):
     def exports(self) -> dict[str, str]:
         """Environment variables a user would export to point clients at this service."""
         return {}
+
+    # Optional, hence not abstract: most services need no set-up once running.
+    def after_start(self) -> None:  # noqa: B027
+        """Set-up that needs the service healthy (Kafka's ACLs); runs on every `up`, so
+        it must be idempotent. Raises StackError if the service cannot be used."""

@@ -93,6 +93,7 @@ class Stack:
             log.info("%s already running (pid %d)", service.name, pid)
         try:
             _wait_healthy(service, pid, timeout_s)
+            service.after_start()
         except StackError:
             # Leave nothing half-started behind: the next `up` starts from scratch.
             process.stop(pid, service.marker, service.stop_timeout_s)

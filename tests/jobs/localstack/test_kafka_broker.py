@@ -1,8 +1,26 @@
 import base64
+import hashlib
+import stat
 from pathlib import Path
 
+import pytest
+
 from jobs.localstack import StackSettings
-from jobs.localstack.kafka_broker import KafkaService, random_cluster_id, render_server_properties
+from jobs.localstack.credentials import ensure_credentials
+from jobs.localstack.errors import StackError
+from jobs.localstack.kafka_broker import (
+    KafkaService,
+    _properties_value,
+    client_properties,
+    kafka_config_value,
+    random_cluster_id,
+    render_secured_properties,
+    render_server_properties,
+    scram_argument,
+    scram_jaas,
+    secured_mode,
+)
+from jobs.localstack.tls import TlsFiles
 
 
 def _parse(text: str) -> dict[str, str]:
@@ -49,3 +67,127 @@ def test_command_names_files_inside_the_service_folder(tmp_path: Path) -> None:
     assert service.marker in command
     assert command.endswith(f"kafka.Kafka {tmp_path}/home/kafka/server.properties")
     assert f"-cp {tmp_path}/cache/kafka-4.1.1/libs/*" in command
+
+
+def _secured(tmp_path: Path) -> StackSettings:
+    return StackSettings(tmp_path / "home", tmp_path / "cache", 19092, 19093, secure=True)
+
+
+def test_secured_properties_replace_the_listeners_and_add_the_authorizer(tmp_path: Path) -> None:
+    settings = _secured(tmp_path)
+    tls = TlsFiles.under(tmp_path / "secrets")
+    props = _parse(render_secured_properties(settings, tmp_path / "data", tls, "pw"))
+    assert props["listeners"] == "SASL_SSL://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093"
+    assert props["advertised.listeners"] == "SASL_SSL://127.0.0.1:19092"
+    assert props["listener.security.protocol.map"] == "CONTROLLER:SSL,SASL_SSL:SASL_SSL"
+    assert props["listener.name.controller.ssl.client.auth"] == "required"
+    assert props["inter.broker.listener.name"] == "SASL_SSL"
+    assert props["sasl.mechanism.inter.broker.protocol"] == "SCRAM-SHA-512"
+    assert props["ssl.keystore.type"] == "PEM"
+    assert props["ssl.keystore.location"] == str(tls.server_keystore)
+    assert props["ssl.truststore.location"] == str(tls.ca_cert)
+    assert props["authorizer.class.name"].endswith("StandardAuthorizer")
+    assert props["super.users"] == "User:admin;User:CN=127.0.0.1"
+    assert props["allow.everyone.if.no.acl.found"] == "false"
+    assert props["auto.create.topics.enable"] == "false"
+    jaas = props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"]
+    assert jaas.endswith('username="admin" password="pw";')
+    # Everything else is the plaintext node's.
+    assert props["log.dirs"] == str(tmp_path / "data")
+    assert props["offsets.topic.replication.factor"] == "1"
+
+
+def test_passwords_are_escaped_for_jaas_and_for_the_properties_file() -> None:
+    assert scram_jaas("admin", 'a"b\\c').endswith('password="a\\"b\\\\c";')
+    assert _properties_value('password="a\\"b"') == 'password="a\\\\"b"'
+    assert _properties_value("é,\n") == "\\u00e9,\\u000a"
+    assert _properties_value(" lead") == "\\ lead"
+
+
+def test_scram_argument_carries_kafkas_salted_password() -> None:
+    salt = bytes(range(32))
+    argument = scram_argument("worker", "p,w=[x]", salt, 8192)
+    assert argument.startswith("SCRAM-SHA-512=[name=worker,salt=")
+    fields = dict(part.split("=", 1) for part in argument[len("SCRAM-SHA-512=[") : -1].split(","))
+    assert base64.b64decode(fields["salt"]) == salt
+    salted = hashlib.pbkdf2_hmac("sha512", b"p,w=[x]", salt, 8192)
+    assert base64.b64decode(fields["saltedpassword"]) == salted
+    assert fields["iterations"] == "8192"
+    with pytest.raises(StackError):
+        scram_argument("a,b", "pw", salt, 8192)
+
+
+def test_client_properties_per_user(tmp_path: Path) -> None:
+    plain = StackSettings(tmp_path / "home", tmp_path / "cache", 1, 2)
+    assert client_properties(plain, "worker") == {}
+    settings = _secured(tmp_path)
+    props = client_properties(settings, "worker")
+    password = ensure_credentials(settings.secrets_dir).kafka["worker"]
+    assert props == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "worker",
+        "sasl.password": password,
+        "ssl.ca.location": str(settings.secrets_dir / "ca.pem"),
+    }
+    with pytest.raises(StackError, match="no Kafka user"):
+        client_properties(settings, "nobody")
+
+
+def test_exports_hold_no_password_and_role_exports_hold_the_roles(tmp_path: Path) -> None:
+    settings = _secured(tmp_path)
+    service = KafkaService(settings)
+    passwords = ensure_credentials(settings.secrets_dir).kafka
+    assert service.exports() == {"STREAMREC_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:19092"}
+    exports = service.role_exports("drift")
+    assert exports["STREAMREC_KAFKA_BOOTSTRAP_SERVERS"] == "127.0.0.1:19092"
+    config = dict(item.split("=", 1) for item in exports["STREAMREC_KAFKA_CONFIG"].split(","))
+    assert config == client_properties(settings, "drift")
+    assert passwords["worker"] not in str(exports)
+    plain = KafkaService(StackSettings(tmp_path / "p", tmp_path / "cache", 19092, 2))
+    assert plain.role_exports("drift") == plain.exports()
+
+
+def test_config_value_escapes_commas_and_backslashes() -> None:
+    text = kafka_config_value({"sasl.password": "a,b\\c", "x": "y"})
+    assert text == "sasl.password=a\\,b\\\\c,x=y"
+
+
+def _formatted(service: KafkaService, mode: str | None) -> None:
+    service.data_dir.mkdir(parents=True)
+    (service.data_dir / "meta.properties").write_text("formatted\n")
+    if mode is not None:
+        service.mode_marker.write_text(mode + "\n")
+
+
+def test_a_plaintext_data_folder_is_refused_in_the_secured_mode(tmp_path: Path) -> None:
+    service = KafkaService(_secured(tmp_path))
+    _formatted(service, None)
+    with pytest.raises(StackError, match="plaintext mode, so it has no SCRAM users"):
+        service.prepare()
+
+
+def test_a_secured_data_folder_is_refused_in_the_plaintext_mode(tmp_path: Path) -> None:
+    service = KafkaService(StackSettings(tmp_path / "home", tmp_path / "cache", 1, 2))
+    _formatted(service, "secured 0123")
+    with pytest.raises(StackError, match="STREAMREC_STACK_SECURE=1"):
+        service.prepare()
+
+
+def test_users_made_with_other_passwords_are_refused(tmp_path: Path) -> None:
+    service = KafkaService(_secured(tmp_path))
+    _formatted(service, "secured 0123")
+    with pytest.raises(StackError, match="other passwords"):
+        service.prepare()
+
+
+def test_secured_properties_file_is_private(tmp_path: Path) -> None:
+    settings = _secured(tmp_path)
+    service = KafkaService(settings)
+    _formatted(service, secured_mode(ensure_credentials(settings.secrets_dir)))
+    service.dir.mkdir(parents=True, exist_ok=True)
+    service.properties.write_text("old, world-readable\n")
+    service.properties.chmod(0o644)
+    service.prepare()
+    assert stat.S_IMODE(service.properties.stat().st_mode) == 0o600
+    assert "SASL_SSL" in service.properties.read_text()
