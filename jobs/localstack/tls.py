@@ -10,7 +10,6 @@ makes new ones at the next start.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ class TlsFiles:
 def private_folder(folder: Path) -> Path:
     """``folder``, created readable by the owner only (secrets go in it)."""
     folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
+    folder.chmod(0o700)
     return folder
 
 
@@ -66,27 +65,51 @@ def ensure_certificates(folder: Path) -> TlsFiles:
     extensions = folder / "server.ext"
     extensions.write_text(_SUBJECT_NAMES + "\n")
     days = str(VALID_DAYS)
+    # The keys are written inside the 0700 folder, so nobody else sees them before chmod.
     _openssl(
-        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-sha256", "-days", days]
-        + ["-keyout", str(ca_key), "-out", str(files.ca_cert), "-subj", "/CN=streamrec local CA"]
+        openssl,
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-sha256",
+        "-days",
+        days,
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(files.ca_cert),
+        "-subj",
+        "/CN=streamrec local CA",
     )
     _openssl(
-        [openssl, "req", "-newkey", "rsa:2048", "-nodes", "-sha256"]
-        + ["-keyout", str(files.server_key), "-out", str(csr), "-subj", "/CN=127.0.0.1"]
+        openssl,
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-sha256",
+        "-keyout",
+        str(files.server_key),
+        "-out",
+        str(csr),
+        "-subj",
+        "/CN=127.0.0.1",
     )
     _openssl(
-        [openssl, "x509", "-req", "-in", str(csr), "-CA", str(files.ca_cert)]
-        + ["-CAkey", str(ca_key), "-CAcreateserial", "-days", days, "-sha256"]
-        + ["-extfile", str(extensions), "-out", str(files.server_cert)]
-    )
+        openssl, "x509", "-req", "-in", str(csr), "-CA", str(files.ca_cert),
+        "-CAkey", str(ca_key), "-CAcreateserial", "-days", days, "-sha256",
+        "-extfile", str(extensions), "-out", str(files.server_cert),
+    )  # fmt: skip
     files.server_keystore.write_text(files.server_key.read_text() + files.server_cert.read_text())
     for path in (ca_key, files.server_key, files.server_keystore):
-        os.chmod(path, 0o600)
+        path.chmod(0o600)
     csr.unlink()
     return files
 
 
-def _openssl(argv: list[str]) -> None:
+def _openssl(*argv: str) -> None:
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise StackError(f"openssl failed (exit {result.returncode}): {result.stderr[-2000:]}")
