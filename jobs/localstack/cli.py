@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from jobs.localstack.errors import StackError
+from jobs.localstack.roles import ROLES, role_env
 from jobs.localstack.service import ServiceStatus
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import ALIASES, REGISTRY, Stack
@@ -33,9 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
         "up": "start the services (idempotent) and wait until they are healthy",
         "down": "stop the services, leaving no process behind",
         "status": "show the services; exit 1 if any is not healthy",
+        "env": "write the variables one role of the pipeline runs with (an env file)",
     }
     for name, text in helps.items():
         sub = commands.add_parser(name, help=text, description=text)
+        if name == "env":
+            _env_flags(sub)
+            continue
         sub.add_argument(
             "--services",
             default="",
@@ -44,6 +51,32 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "up":
             sub.add_argument("--timeout", type=float, default=120.0, help="seconds per service")
     return parser
+
+
+def _env_flags(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--role", required=True, choices=sorted(ROLES), help="the part to configure")
+    sub.add_argument(
+        "--out",
+        type=Path,
+        help="env file to write (NAME=value lines, mode 0600; for `docker --env-file`, "
+        "systemd's EnvironmentFile or a process's environment); required in the secured "
+        "mode, whose variables hold passwords that are never printed",
+    )
+
+
+def write_env(settings: StackSettings, role: str, out: Path | None) -> str:
+    """Write ``role``'s variables to ``out`` (or return them, when nothing is secret)."""
+    env = role_env(settings, role)
+    text = "".join(f"{name}={value}\n" for name, value in env.items())
+    if out is None:
+        if settings.secure:
+            raise StackError("the secured mode's variables hold passwords: give --out FILE")
+        return text
+    descriptor = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode otherwise
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(text)
+    return f"wrote {len(env)} variables for {role} to {out}\n"
 
 
 def format_table(rows: Sequence[ServiceStatus]) -> str:
@@ -66,8 +99,12 @@ def _state(row: ServiceStatus) -> str:
 
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    settings = StackSettings.from_env()
+    if args.command == "env":
+        print(write_env(settings, args.role, args.out), end="")
+        return 0
     services = [name.strip() for name in args.services.split(",") if name.strip()] or None
-    stack = Stack(StackSettings.from_env())
+    stack = Stack(settings)
     if args.command == "up":
         started = time.monotonic()
         stack.up(services, timeout_s=args.timeout)
