@@ -46,13 +46,15 @@ from jobs.demo.loop import (
 )
 from jobs.demo.outcome import judge, outcome_lines
 from jobs.demo.processes import running
-from jobs.demo.services import SERVED_MODEL, demo_services, ensure_model
+from jobs.demo.services import SERVED_MODEL, demo_services, ensure_model, grant_run
 from jobs.demo.shown import shown_lines
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import compare
 from schemas.settings import DEFAULT_MODEL_DIR, MODEL_DIR_ENV, Settings, setting
 
+# Which principal each part runs as on a secured stack (jobs.localstack.roles).
+PART_ROLE = {"feature-job": "features", "feature-writer": "writer", "worker": "worker"}
 VIEWS = {"user_recent", "user_window", "item_window", "category_window"}
 
 
@@ -105,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = StackSettings.from_env().home / "demo" / run_id
     with demo_services(model_dir, args.keep_stack) as services:
         topics.create(services.kafka)
+        grant_run(services, topics, run_id)
         env = part_environment(
             services.kafka,
             services.redis_url,
@@ -116,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         metrics_port = free_port()
         parts = pipeline_parts(topics, run_id, model_dir, log_dir, metrics_port)
+        for part in parts:
+            part.env.update(services.env_of(PART_ROLE[part.name]))
         with running(parts, env):
             print(
                 f"starting the feature job, writer and worker (logs in {log_dir})", file=sys.stderr
@@ -128,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 services.kafka, services.redis_url, topics.events, events[0].ts, list(parts)
             )
             with tqdm(unit="ev", desc="replay", file=sys.stderr) as bar:
-                summary = run_replay(options, services.kafka, on_progress=bar.update)
+                summary = run_replay(options, services.kafka_as("ingest"), on_progress=bar.update)
             wait_for_answers(
                 services.kafka, topics.recommendations, summary.requests, parts, args.answer_timeout
             )
@@ -140,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         counts = changelog_counts(services.kafka, topics.changelog)
         trip = compare(probes + events, consumed)
         outcome = judge(asked, answered)
-        drift = run_drift_check(services.kafka, topics, model_dir, run_id)
+        drift = run_drift_check(services.kafka, topics, model_dir, run_id, services.env_of("drift"))
     lines = report(trip, dead_letters, (summary.requests, len(asked)))
     lines += [f"{'feature rows: ' + view:<28}{counts.get(view, 0):>14}" for view in sorted(VIEWS)]
     lines += outcome_lines(outcome) + shown + drift_lines(drift)

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from jobs.demo.loop import RunTopics
@@ -21,9 +22,17 @@ WINDOW_ROWS = 50_000
 
 
 def run_drift_check(
-    kafka: KafkaSettings, topics: RunTopics, model_dir: Path, run_id: str
+    kafka: KafkaSettings,
+    topics: RunTopics,
+    model_dir: Path,
+    run_id: str,
+    role_env: Mapping[str, str] | None = None,
 ) -> tuple[DriftAlert | None, Path | None]:
-    """One check over the first window of the run's changelog; the alert and its HTML report."""
+    """One check over the first window of the run's changelog; the alert and its HTML report.
+
+    ``kafka`` reads the alert back; the check itself runs with ``role_env`` (its own
+    principal on a secured stack).
+    """
     alerts = f"{run_id}.feature-drift"
     argv = [
         sys.executable,
@@ -53,7 +62,11 @@ def run_drift_check(
         "--metrics-port",
         "0",
     ]
-    env = {**os.environ, "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers}
+    env = {
+        **os.environ,
+        "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        **(role_env or {}),
+    }
     done = subprocess.run(argv, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         print(f"drift check failed:\n{done.stderr[-2000:]}", file=sys.stderr)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from inference.serving import repository
 from inference.serving.control import TritonControl, rollout
+from jobs.demo.loop import RunTopics
+from jobs.localstack.kafka_acls import AclNames, acl_bindings, apply_acls
+from jobs.localstack.roles import role_env
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
 from jobs.ranker.artifacts import MANIFEST
@@ -26,11 +29,45 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODEL = "ranker_python"  # the python-backend model: the wheel's binary has no ORT backend
 
 
+# The roles of the demo's parts and of its replay (see jobs.localstack.roles).
+PART_ROLES = ("ingest", "features", "writer", "worker", "drift")
+
+
 @dataclass(frozen=True)
 class Services:
+    """The demo's own clients (admin on a secured stack) and each part's variables."""
+
     kafka: KafkaSettings
     redis_url: str
     triton_url: str  # gRPC host:port
+    # A secured local stack gives every part its own principals; empty otherwise, and the
+    # parts share the endpoints above.
+    roles: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def env_of(self, role: str) -> dict[str, str]:
+        """The variables ``role`` runs with over the shared ones ({} when not secured)."""
+        return dict(self.roles.get(role, {}))
+
+    def kafka_as(self, role: str) -> KafkaSettings:
+        env = self.roles.get(role)
+        return KafkaSettings.from_env(env) if env else self.kafka
+
+
+def grant_run(services: Services, topics: RunTopics, group: str) -> None:
+    """On a secured stack, give each role the run's own topics and groups (its usual grants).
+
+    The stack grants the default topic names at start; a run's topics carry its id in
+    front, so they need grants of their own. The demo's parts all use ``group``.
+    """
+    if not services.roles:
+        return
+    names = AclNames(
+        events=topics.events, requests=topics.requests,
+        recommendations=topics.recommendations, changelog=topics.changelog,
+        drift_alerts=f"{group}.feature-drift", worker_group=group, features_group=group,
+        writer_group=group, drift_group=f"{group}.drift",
+    )  # fmt: skip
+    apply_acls(services.kafka.client_config(), acl_bindings(names))
 
 
 def ensure_model(model_dir: Path) -> None:
@@ -83,7 +120,8 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
             stack.up(wanted)
         if "triton" in already and fresh_model:
             # A server kept from an earlier run swaps to the new version without a gap.
-            control = TritonControl(settings.triton_http_url)
+            key = role_env(settings, "serving").get("STREAMREC_TRITON_CONTROL_KEY", "")
+            control = TritonControl(settings.triton_http_url, control_key=key)
             rollout(control, settings.model_repository / SERVED_MODEL)
         kafka = (
             KafkaSettings.from_env()
@@ -91,7 +129,13 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
             else KafkaSettings(settings.kafka_bootstrap, KafkaSettings.from_env().extra)
         )
         redis_url = os.environ.get("STREAMREC_REDIS_URL") or settings.redis_url
-        yield Services(kafka, redis_url, triton_url)
+        if settings.secure and "kafka" in wanted:
+            admin = role_env(settings, "admin")
+            roles = {role: role_env(settings, role) for role in PART_ROLES}
+            kafka, redis_url = KafkaSettings.from_env(admin), admin["STREAMREC_REDIS_URL"]
+            yield Services(kafka, redis_url, triton_url, roles)
+        else:
+            yield Services(kafka, redis_url, triton_url)
     finally:
         if started and not keep_stack:
             print(f"stopping {', '.join(started)}", file=sys.stderr)
