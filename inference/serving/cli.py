@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from inference.serving import control, repository
 from inference.serving.errors import ServingError
 from inference.serving.settings import MODELS, ServingSettings
+from schemas.redact import install_redaction
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = ServingSettings.from_env(args=args)
+    install_redaction(settings)  # the control key stays out of every log line
     if args.command == "publish":
         models = [name.strip() for name in args.models.split(",") if name.strip()]
         number = repository.publish(settings.artifacts_dir, settings.repository, models)

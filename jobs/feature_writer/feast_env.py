@@ -20,7 +20,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import yaml
 from feast import FeatureStore, RepoConfig
@@ -55,6 +55,12 @@ def feast_connection_string(redis_url: str) -> str:
         fields.append(f"password={unquote(parts.password)}")
     if parts.scheme == "rediss":
         fields.append("ssl=true")
+    # Feast hands the fields to redis.Redis as keyword arguments, so the URL's query
+    # (``ssl_ca_certs=<ca.pem>`` of a secured store) reaches the client the same way.
+    for name, value in parse_qsl(parts.query):
+        if "," in value or "," in name:
+            raise SettingsError(f"Feast's connection string cannot carry ',' in {name!r}")
+        fields.append(f"{name}={value}")
     return ",".join(fields)
 
 

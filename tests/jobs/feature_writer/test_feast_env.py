@@ -26,6 +26,10 @@ from schemas.views import KEY_TTL_SECONDS
         ("redis://cache:7000", "cache:7000,db=0"),
         ("redis://u:p%40ss@cache:7000/2", "cache:7000,db=2,username=u,password=p@ss"),
         ("rediss://:pw@cache/1", "cache:6379,db=1,password=pw,ssl=true"),
+        (
+            "rediss://reader:pw@cache:6380/0?ssl_ca_certs=/s/ca.pem",
+            "cache:6380,db=0,username=reader,password=pw,ssl=true,ssl_ca_certs=/s/ca.pem",
+        ),
     ],
 )
 def test_connection_string(url: str, expected: str) -> None:
