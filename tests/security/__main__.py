@@ -1,0 +1,3 @@
+from tests.security.cli import main
+
+raise SystemExit(main())
