@@ -91,9 +91,14 @@ def jaas_quoted(value: str, name: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def jaas_config(mechanism: str, username: str, password: str) -> str:
-    """The ``sasl.jaas.config`` of a username/password mechanism (PLAIN or SCRAM)."""
-    module = LOGIN_MODULES[mechanism]
+def jaas_config(mechanism: str, username: str, password: str, relocated: str = "") -> str:
+    """The ``sasl.jaas.config`` of a username/password mechanism (PLAIN or SCRAM).
+
+    ``relocated``: the package prefix a shaded Kafka client moved its classes under
+    (Flink's SQL connector jar: ``org.apache.flink.kafka.shaded.``); JAAS loads the
+    login module by name, so it must be the name inside that jar.
+    """
+    module = relocated + LOGIN_MODULES[mechanism]
     user = jaas_quoted(username, "sasl.username")
     secret = jaas_quoted(password, "sasl.password")
     return f"{module} required username={user} password={secret};"
@@ -121,7 +126,7 @@ def _mechanism(librdkafka: Mapping[str, str], left_to_java: bool) -> str | None:
     return mechanism
 
 
-def _sasl(librdkafka: Mapping[str, str], left_to_java: bool) -> dict[str, str]:
+def _sasl(librdkafka: Mapping[str, str], left_to_java: bool, relocated: str) -> dict[str, str]:
     mechanism = _mechanism(librdkafka, left_to_java)
     username, password = librdkafka.get("sasl.username"), librdkafka.get("sasl.password")
     if (username is None) != (password is None):
@@ -134,7 +139,7 @@ def _sasl(librdkafka: Mapping[str, str], left_to_java: bool) -> dict[str, str]:
             return out
         if mechanism is None:  # librdkafka's default, GSSAPI, takes no password
             raise KafkaJavaConfigError("sasl.username/sasl.password need sasl.mechanism")
-        out["sasl.jaas.config"] = jaas_config(mechanism, username, password)
+        out["sasl.jaas.config"] = jaas_config(mechanism, username, password, relocated)
     return out
 
 
@@ -158,7 +163,9 @@ def _refused(name: str) -> bool:
     return lowered.startswith(_SECURITY_PREFIXES) or any(m in lowered for m in SECRET_MARKERS)
 
 
-def java_properties(librdkafka: Mapping[str, str], *, left_to_java: bool = False) -> dict[str, str]:
+def java_properties(
+    librdkafka: Mapping[str, str], *, left_to_java: bool = False, relocated: str = ""
+) -> dict[str, str]:
     """The Java client's properties equivalent to the librdkafka ``librdkafka`` ones.
 
     Raises :class:`KafkaJavaConfigError` for a security property with no
@@ -183,11 +190,11 @@ def java_properties(librdkafka: Mapping[str, str], *, left_to_java: bool = False
         if protocol not in PROTOCOLS:
             raise KafkaJavaConfigError(f"security.protocol must be one of {', '.join(PROTOCOLS)}")
         out["security.protocol"] = protocol
-    return out | _sasl(librdkafka, left_to_java) | _ssl(librdkafka)
+    return out | _sasl(librdkafka, left_to_java, relocated) | _ssl(librdkafka)
 
 
 def connector_properties(
-    librdkafka: Mapping[str, str], java_only: Mapping[str, str]
+    librdkafka: Mapping[str, str], java_only: Mapping[str, str], relocated: str = ""
 ) -> dict[str, str]:
     """The derived Java properties with the Java-only ones laid over them (they win).
 
@@ -197,4 +204,5 @@ def connector_properties(
     an error.
     """
     left_to_java = any(name.lower().startswith(_SECURITY_PREFIXES) for name in java_only)
-    return java_properties(librdkafka, left_to_java=left_to_java) | dict(java_only)
+    derived = java_properties(librdkafka, left_to_java=left_to_java, relocated=relocated)
+    return derived | dict(java_only)

@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 # The shaded SQL connector bundles kafka-clients and everything else it needs, so
 # one artifact without its transitive dependencies is the whole classpath.
 KAFKA_CONNECTOR = ("org.apache.flink", "flink-sql-connector-kafka", "5.0.0-2.2")
+# Where that jar relocated kafka-clients' classes: class names in properties (the JAAS
+# login module) must carry it, or the shaded client finds no such class.
+KAFKA_CONNECTOR_RELOCATION = "org.apache.flink.kafka.shaded."
 
 
 def find_mvn(which: Callable[[str], str | None] = shutil.which) -> str:

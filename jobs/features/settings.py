@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from jobs.features.maven import KAFKA_CONNECTOR_RELOCATION
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
 from schemas.features import VIEW_TAGS
 from schemas.kafka import DEAD_LETTER_MAX_BYTES
@@ -170,7 +171,9 @@ class FeatureJobSettings(Settings):
 
     def connector_properties(self) -> dict[str, str]:
         """The Kafka connector's client properties (Java names, secrets included)."""
-        return connector_properties(self.kafka_properties, self.kafka_java_properties)
+        return connector_properties(
+            self.kafka_properties, self.kafka_java_properties, KAFKA_CONNECTOR_RELOCATION
+        )
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -98,7 +98,8 @@ GRANTS: tuple[Grant, ...] = (
     # The Flink feature job (Kafka connector: at-least-once sink, no transactions) and
     # the feature writer, which consumes the changelog into Redis.
     Grant("features", TOPIC, "events", CONSUME),
-    Grant("features", TOPIC, "events", PRODUCE, dead_letters=True),
+    # The job reads its dead-letter topic's max.message.bytes to fit dead letters in it.
+    Grant("features", TOPIC, "events", (*PRODUCE, Op.DESCRIBE_CONFIGS), dead_letters=True),
     Grant("features", TOPIC, "changelog", (*PRODUCE, Op.READ)),
     Grant("features", TOPIC, "changelog", PRODUCE, dead_letters=True),
     Grant("features", GROUP, "features_group", JOIN),

@@ -139,3 +139,19 @@ def test_the_feature_job_connector_gets_the_java_properties() -> None:
 def test_the_feature_job_refuses_untranslatable_settings_at_load() -> None:
     with pytest.raises(ValueError, match=r"sasl\.oauthbearer\.config"):
         FeatureJobSettings(kafka_properties={"sasl.oauthbearer.config": "x"})
+
+
+def test_a_shaded_client_gets_the_login_module_under_its_relocated_name() -> None:
+    librdkafka = {"sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "u", "sasl.password": "p"}
+    shaded = connector_properties(librdkafka, {}, relocated="org.apache.flink.kafka.shaded.")
+    assert shaded["sasl.jaas.config"].startswith(
+        "org.apache.flink.kafka.shaded.org.apache.kafka.common.security.scram.ScramLoginModule "
+    )
+
+
+def test_the_feature_job_names_the_login_module_inside_its_connector_jar() -> None:
+    settings = FeatureJobSettings.load(
+        {"STREAMREC_KAFKA_CONFIG": "sasl.mechanism=PLAIN,sasl.username=u,sasl.password=p"}
+    )
+    module = settings.connector_properties()["sasl.jaas.config"].split()[0]
+    assert module == "org.apache.flink.kafka.shaded." + PLAIN_MODULE
