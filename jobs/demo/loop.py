@@ -80,16 +80,27 @@ def free_port() -> int:
 FEATURE_PATH_NICENESS = 10
 
 
+def part_group(run_group: str, part: str) -> str:
+    """Each part's own consumer group under the run's name.
+
+    Parts are separate applications: in one shared group the leader assigns every
+    member's topics, and on a secured broker a leader that may not see another part's
+    topic (the worker, the changelog) leaves that part with no partitions at all.
+    """
+    return f"{run_group}.{part}"
+
+
 def feature_job_part(events: str, changelog: str, group: str, log_dir: Path) -> Part:
     """The Flink feature job from ``events`` to ``changelog`` (invalid events: its DLQ)."""
     args = ["--source-topic", events, "--changelog-topic", changelog,
-            "--dead-letter-topic", dead_letter_topic(events), "--group-id", group]  # fmt: skip
+            "--dead-letter-topic", dead_letter_topic(events),
+            "--group-id", part_group(group, "features")]  # fmt: skip
     return Part("feature-job", "jobs.features", args, log_dir, niceness=FEATURE_PATH_NICENESS)
 
 
 def writer_part(changelog: str, group: str, log_dir: Path, project: str | None = None) -> Part:
     """The feature writer from ``changelog`` into Redis (``project``: its Feast namespace)."""
-    args = ["--topic", changelog, "--group-id", group]
+    args = ["--topic", changelog, "--group-id", part_group(group, "feature-writer")]
     if project is not None:
         args += ["--project", project]
     return Part(
@@ -117,7 +128,7 @@ def pipeline_parts(
                 "--output-topic",
                 topics.recommendations,
                 "--group-id",
-                group,
+                part_group(group, "worker"),
                 "--model-dir",
                 str(model_dir),
                 "--metrics-port",

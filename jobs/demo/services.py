@@ -17,7 +17,7 @@ from pathlib import Path
 
 from inference.serving import repository
 from inference.serving.control import TritonControl, rollout
-from jobs.demo.loop import RunTopics
+from jobs.demo.loop import RunTopics, part_group
 from jobs.localstack.kafka_acls import AclNames, acl_bindings, apply_acls
 from jobs.localstack.roles import role_env
 from jobs.localstack.settings import StackSettings
@@ -57,15 +57,16 @@ def grant_run(services: Services, topics: RunTopics, group: str) -> None:
     """On a secured stack, give each role the run's own topics and groups (its usual grants).
 
     The stack grants the default topic names at start; a run's topics carry its id in
-    front, so they need grants of their own. The demo's parts all use ``group``.
+    front, so they need grants of their own, as do the parts' groups under ``group``.
     """
     if not services.roles:
         return
     names = AclNames(
         events=topics.events, requests=topics.requests,
         recommendations=topics.recommendations, changelog=topics.changelog,
-        drift_alerts=f"{group}.feature-drift", worker_group=group, features_group=group,
-        writer_group=group, drift_group=f"{group}.drift",
+        drift_alerts=f"{group}.feature-drift", worker_group=part_group(group, "worker"),
+        features_group=part_group(group, "features"),
+        writer_group=part_group(group, "feature-writer"), drift_group=f"{group}.drift",
     )  # fmt: skip
     apply_acls(services.kafka.client_config(), acl_bindings(names))
 

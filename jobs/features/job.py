@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pyflink.datastream import StreamExecutionEnvironment
@@ -11,9 +12,23 @@ from jobs.features.settings import FeatureJobSettings
 from jobs.features.sql import insert_statements, source_statements, view_statements
 from jobs.features.watermark import register_events_view
 
+# Where the local mini-cluster's own servers listen (blob, shuffle, RPC, REST): Flink
+# binds them to every interface by default, which would put a job started on a laptop
+# on its network. Job-level settings, so a job submitted to a cluster changes nothing.
+LOOPBACK_BINDS = {
+    "jobmanager.bind-host": "127.0.0.1",
+    "taskmanager.bind-host": "127.0.0.1",
+    "taskmanager.host": "127.0.0.1",
+    "rest.bind-address": "127.0.0.1",
+}
+# PyFlink starts a gRPC pool for Python UDF workers on every local run, bound to `[::]`
+# (hard-coded); this job's functions are all Java, so it is not started at all.
+PYTHON_WORKER_MODE = ("_python_worker_execution_mode", "process")
+
 
 def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
     config = {
+        **LOOPBACK_BINDS,
         "table.local-time-zone": "UTC",
         "parallelism.default": str(settings.parallelism),
         "pipeline.name": "streamrec-features",
@@ -40,6 +55,7 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
 
 def build(settings: FeatureJobSettings, restore_from: str | None = None) -> Any:
     """A TableEnvironment with every table and view registered and the inserts in one set."""
+    os.environ.setdefault(*PYTHON_WORKER_MODE)
     stream_env = StreamExecutionEnvironment.get_execution_environment()
     env = StreamTableEnvironment.create(stream_env, EnvironmentSettings.in_streaming_mode())
     config = env.get_config()

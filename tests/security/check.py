@@ -233,7 +233,10 @@ def probes(settings: StackSettings) -> list[Probe]:
         grpc_repository_index("Triton: gRPC model control without the key", grpc, ca),
         grpc_repository_index("Triton: gRPC in plaintext", grpc, None),
         kafka_produce("Kafka: worker writes events", kafka_as("worker"), events),
-        kafka_consume("Kafka: worker reads events", kafka_as("worker"), events, "streamrec-worker"),
+        # In a group of the worker's own: the topic's grant is what is judged.
+        kafka_consume(
+            "Kafka: worker reads events", kafka_as("worker"), events, "streamrec-worker-x"
+        ),
         kafka_consume(
             "Kafka: ingest reads recommendations", kafka_as("ingest"), recs, "streamrec-worker"
         ),
@@ -273,11 +276,12 @@ def leaks(
     exempt = [settings.secrets_dir, KafkaService(settings).properties]
     read, found = scan_tree(settings.home, secrets, exempt)
     for path in outputs:
-        more, more_found = (
-            scan_tree(path, secrets)
-            if path.is_dir()
-            else (1, scan_bytes(path.read_bytes(), secrets, str(path)))
-        )
+        if path.is_dir():
+            more, more_found = scan_tree(path, secrets)
+        elif path.is_file():
+            more, more_found = 1, scan_bytes(path.read_bytes(), secrets, str(path))
+        else:  # nothing was written there
+            continue
         read, found = read + more, found + more_found
     found += scan_bytes(extra_text.encode(), secrets, "the check's own output")
     return read, found

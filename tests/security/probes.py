@@ -12,10 +12,9 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import redis
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from schemas.settings import parse_properties
@@ -80,19 +79,28 @@ def kafka_produce(name: str, config: Mapping[str, str], topic: str) -> Probe:
 
 
 def kafka_consume(name: str, config: Mapping[str, str], topic: str, group: str) -> Probe:
-    """Can these credentials read ``topic`` (which holds at least one record)?"""
-    consumer = Consumer({**config, "group.id": group, "enable.auto.commit": "false"})
+    """Can these credentials read ``topic`` (which holds at least one record) in ``group``?
+
+    Subscribing, as every part does: librdkafka then reports a topic it may not read
+    as an error message, where a bare assignment just waits.
+    """
+    errors: list[KafkaError] = []
+    consumer = Consumer(
+        {**config, "group.id": group, "enable.auto.commit": "false",
+         "auto.offset.reset": "earliest", "error_cb": errors.append}
+    )  # fmt: skip
     try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.subscribe([topic])
         for _ in range(int(TIMEOUT_S)):
             message = consumer.poll(1.0)
-            if message is None:
-                continue
-            error = message.error()
-            if error is None:
+            error = None if message is None else message.error()
+            if message is not None and error is None:
                 return Probe("acl", name, True, "read a record")
-            if error.code() in KAFKA_REFUSALS:
-                return Probe("acl", name, False, error.name())
+            if error is not None:
+                errors.append(error)
+            refusals = [error for error in errors if error.code() in KAFKA_REFUSALS]
+            if refusals:
+                return Probe("acl", name, False, refusals[0].name())
         return Probe("acl", name, True, "no verdict within the timeout")
     finally:
         consumer.close()
@@ -133,8 +141,9 @@ def grpc_repository_index(name: str, url: str, ca_file: str | None) -> Probe:
     import tritonclient.grpc as grpcclient  # type: ignore[import-untyped]
     from tritonclient.utils import InferenceServerException  # type: ignore[import-untyped]
 
-    root = Path(ca_file).read_bytes() if ca_file else None
-    client = grpcclient.InferenceServerClient(url, ssl=ca_file is not None, root_certificates=root)
+    client = grpcclient.InferenceServerClient(
+        url, ssl=ca_file is not None, root_certificates=ca_file
+    )
     try:
         client.get_model_repository_index(client_timeout=TIMEOUT_S)
     except InferenceServerException as exc:

@@ -7,7 +7,13 @@ import sys
 import time
 from pathlib import Path
 
-from jobs.demo.loop import FEATURE_PATH_NICENESS, feature_job_part, writer_part
+from jobs.demo.loop import (
+    FEATURE_PATH_NICENESS,
+    RunTopics,
+    feature_job_part,
+    pipeline_parts,
+    writer_part,
+)
 from jobs.demo.processes import Part
 
 
@@ -36,3 +42,11 @@ def test_a_niced_part_runs_at_that_niceness(tmp_path: Path) -> None:
 
 def _cmdline(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+def test_each_part_consumes_in_its_own_group(tmp_path: Path) -> None:
+    topics = RunTopics.for_run("run")
+    parts = pipeline_parts(topics, "run", tmp_path, tmp_path, worker_metrics_port=1)
+    groups = [part.argv[part.argv.index("--group-id") + 1] for part in parts]
+    assert len(set(groups)) == len(parts)
+    assert all(group.startswith("run.") for group in groups)

@@ -8,6 +8,7 @@ Kafka tables are only declared, never connected.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from jobs.features.job import build, flink_config
 from jobs.features.maven import kafka_connector_jar
 from jobs.features.settings import FeatureJobSettings
 from schemas.settings import cache_dir
+from tests.security.listeners import listeners_of
 
 
 def test_config_turns_checkpoints_on_only_with_a_folder(tmp_path: Path) -> None:
@@ -78,3 +80,17 @@ def test_the_plan_writes_each_chosen_view_and_the_dead_letters(
     # Every view reads the source through the watermark floor (a DataStream operator).
     assert "anonymous_datastream_source" in plan and "SOURCE_WATERMARK()" in plan
     assert "TableSourceScan(table=[[default_catalog" not in plan
+
+
+def test_the_local_mini_cluster_binds_loopback_only() -> None:
+    config = flink_config(FeatureJobSettings())
+    for key in ("jobmanager.bind-host", "taskmanager.bind-host", "rest.bind-address"):
+        assert config[key] == "127.0.0.1"
+
+
+def test_building_the_job_starts_no_python_worker_pool_on_every_interface(
+    jars: tuple[Path, ...],
+) -> None:
+    build(FeatureJobSettings(connector_jars=jars))
+    mine = listeners_of([os.getpid()]).get(os.getpid(), [])
+    assert [(item.address, item.port) for item in mine if not item.loopback] == []
