@@ -26,6 +26,15 @@ LOOPBACK_BINDS = {
 PYTHON_WORKER_MODE = ("_python_worker_execution_mode", "process")
 
 
+def jvm_args(settings: FeatureJobSettings, given: str) -> str:
+    """PyFlink's ``JVM_ARGS`` for the local JVM: the heap bound, then what was ``given``.
+
+    Read when the first environment starts the JVM; a ``-Xmx`` the user gave in
+    ``JVM_ARGS`` comes last and wins.
+    """
+    return f"-Xmx{settings.jvm_heap_mb}m {given}".strip()
+
+
 def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
     config = {
         **LOOPBACK_BINDS,
@@ -56,6 +65,7 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
 def build(settings: FeatureJobSettings, restore_from: str | None = None) -> Any:
     """A TableEnvironment with every table and view registered and the inserts in one set."""
     os.environ.setdefault(*PYTHON_WORKER_MODE)
+    os.environ["JVM_ARGS"] = jvm_args(settings, os.environ.get("JVM_ARGS", ""))
     stream_env = StreamExecutionEnvironment.get_execution_environment()
     env = StreamTableEnvironment.create(stream_env, EnvironmentSettings.in_streaming_mode())
     config = env.get_config()

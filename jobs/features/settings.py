@@ -115,6 +115,14 @@ class FeatureJobSettings(Settings):
         env="STREAMREC_FEATURES_STATE_TTL_MS",
         help="the fresh view forgets a user idle this long, in processing time (0: never)",
     )
+    # The local mini-cluster's JVM (python -m jobs.features) otherwise takes a quarter of
+    # the machine's memory as its heap and, with state on the heap, grows into all of it
+    # (6.8 GB RSS in a 30-minute soak on a 24 GB box). A cluster sizes its TaskManagers.
+    jvm_heap_mb: int = setting(
+        2048,
+        env="STREAMREC_FEATURES_JVM_HEAP_MB",
+        help="heap of the local run's JVM, in MB (state lives on it); a cluster sizes its own",
+    )
     checkpoint_dir: Path | None = setting(
         None, env="STREAMREC_FEATURES_CHECKPOINT_DIR", help="enables checkpoints, kept here"
     )
@@ -139,6 +147,8 @@ class FeatureJobSettings(Settings):
     def __post_init__(self) -> None:
         if self.state_ttl_ms < 0:
             raise SettingsError(f"{self.variable('state_ttl_ms')} must be 0 (off) or more")
+        if self.jvm_heap_mb < 256:
+            raise SettingsError(f"{self.variable('jvm_heap_mb')} must be at least 256")
         for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{self.variable(name)} must be at least 1")

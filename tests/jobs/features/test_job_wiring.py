@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from jobs.features.functions_jar import functions_jar
-from jobs.features.job import build, flink_config
+from jobs.features.job import build, flink_config, jvm_args
 from jobs.features.maven import kafka_connector_jar
 from jobs.features.settings import FeatureJobSettings
-from schemas.settings import cache_dir
+from schemas.settings import SettingsError, cache_dir
 from tests.security.listeners import listeners_of
 
 
@@ -94,3 +94,11 @@ def test_building_the_job_starts_no_python_worker_pool_on_every_interface(
     build(FeatureJobSettings(connector_jars=jars))
     mine = listeners_of([os.getpid()]).get(os.getpid(), [])
     assert [(item.address, item.port) for item in mine if not item.loopback] == []
+
+
+def test_the_local_jvm_heap_is_bounded_and_a_users_own_flag_wins() -> None:
+    settings = FeatureJobSettings.load({"STREAMREC_FEATURES_JVM_HEAP_MB": "1024"})
+    assert jvm_args(settings, "") == "-Xmx1024m"
+    assert jvm_args(settings, "-Xmx4g -Dx=1").split()[-2:] == ["-Xmx4g", "-Dx=1"]
+    with pytest.raises(SettingsError, match="STREAMREC_FEATURES_JVM_HEAP_MB"):
+        FeatureJobSettings.load({"STREAMREC_FEATURES_JVM_HEAP_MB": "10"})
