@@ -8,6 +8,7 @@ caller produces and flushes its own output before calling ``commit``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Generic, TypeVar
 
@@ -15,9 +16,10 @@ from confluent_kafka import Consumer, KafkaException, Producer
 
 from schemas.codec import RecordCodec
 from schemas.deadletter import DeadLetterPublisher, DeadLetterRouter
-from schemas.kafka import DEAD_LETTER_MAX_BYTES, KafkaSettings
+from schemas.kafka import DEAD_LETTER_MAX_BYTES, ConsumerErrors, KafkaSettings
 
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable.auto.commit": False,
@@ -46,6 +48,7 @@ class RecordConsumer(Generic[T]):
         self.dead_letters = DeadLetterPublisher(producer, consumer_name=group_id)
         self._router = DeadLetterRouter(codec, self.dead_letters)
         self._uncommitted = False
+        self._errors = ConsumerErrors(_log)
 
     def poll_batch(self, max_records: int = 500, timeout_s: float = 0.5) -> list[tuple[Any, T]]:
         """Up to ``max_records`` valid records as ``(message, record)`` pairs, in offset order."""
@@ -55,7 +58,8 @@ class RecordConsumer(Generic[T]):
             if error is not None:
                 if error.fatal():
                     raise KafkaException(error)
-                continue  # transient (a broker moving): librdkafka retries by itself
+                self._errors.seen(error)  # transient (a broker moving): librdkafka retries
+                continue
             self._uncommitted = True
             record = self._router.decode(message)
             if record is not None:

@@ -61,6 +61,30 @@ class KafkaSettings(Settings):
     # describe() comes from Settings: the extra properties go through mask_properties.
 
 
+class ConsumerErrors:
+    """Says what a consumer's non-fatal errors are, once a minute per kind.
+
+    librdkafka retries them by itself, so the loop goes on; but a denied topic or
+    group (an ACL missing on a secured cluster) never heals, and a consumer that
+    waits on it without a word looks idle rather than refused.
+    """
+
+    def __init__(self, logger: logging.Logger, every_s: float = 60.0) -> None:
+        self._logger = logger
+        self._every_s = every_s
+        self._last: dict[int, float] = {}
+
+    def seen(self, error: Any) -> bool:
+        """Log ``error`` unless its kind was logged within the interval; True if logged."""
+        now = time.monotonic()
+        code = error.code()
+        if now - self._last.get(code, -self._every_s) < self._every_s:
+            return False
+        self._last[code] = now
+        self._logger.warning("Kafka consumer error (librdkafka retries): %s", error.str())
+        return True
+
+
 @dataclass(frozen=True)
 class TopicSpec:
     name: str

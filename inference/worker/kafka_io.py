@@ -26,7 +26,7 @@ from schemas.codec import RecordCodec, recommendation_codec
 from schemas.consumer import CONSUMER_DEFAULTS
 from schemas.deadletter import DeadLetterPublisher
 from schemas.errors import InvalidRecord
-from schemas.kafka import DEAD_LETTER_MAX_BYTES, KafkaSettings
+from schemas.kafka import DEAD_LETTER_MAX_BYTES, ConsumerErrors, KafkaSettings
 from schemas.records import Recommendation, RecRequest
 
 logger = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class RequestStream:
             config["enable.auto.offset.store"] = False
             config["auto.commit.interval.ms"] = AUTO_COMMIT_INTERVAL_MS
         self.consumer = Consumer(config)
+        self._errors = ConsumerErrors(logger)
         self.consumer.subscribe(
             [topic], on_assign=_log_assign, on_revoke=self._on_revoke, on_lost=self._on_revoke
         )
@@ -126,7 +127,8 @@ class RequestStream:
             if error is not None:
                 if error.fatal():
                     raise KafkaException(error)
-                continue  # transient: librdkafka retries by itself
+                self._errors.seen(error)  # transient: librdkafka retries by itself
+                continue
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             if topic is not None and partition is not None and offset is not None:
                 polled.offsets[(topic, partition)] = offset + 1
