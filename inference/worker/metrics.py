@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-LOOPBACK = "127.0.0.1"
+from schemas.metrics_server import LOOPBACK, serve_registry
 
 STAGES = ("poll", "decode", "features", "recall", "rank", "postprocess", "produce", "commit")
 FALLBACK_REASONS = (
@@ -144,13 +144,5 @@ class WorkerMetrics:
 
 
 def serve(metrics: WorkerMetrics, port: int, addr: str = LOOPBACK) -> WSGIServer | None:
-    """Expose ``/metrics`` on ``addr``:``port`` (0 = do not serve).
-
-    Loopback by default: the endpoint has no authentication, so a network sees it only
-    where a deployment asks for it (the ``*_METRICS_HOST`` setting). Returns the server
-    (its thread is a daemon), so a caller can read the bound address or shut it down.
-    """
-    if not port:
-        return None
-    server, _thread = start_http_server(port, addr=addr, registry=metrics.registry)
-    return server
+    """Expose ``/metrics`` on ``addr``:``port`` (0 = do not serve; loopback by default)."""
+    return serve_registry(metrics.registry, port, addr)
