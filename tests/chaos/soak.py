@@ -26,6 +26,7 @@ requests/s is past it (answers lag by seconds even without a fault).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -206,7 +207,9 @@ def report(series: dict[str, list[Sample]], growth: dict[str, float], out: Path)
     figure.tight_layout()
     figure.savefig(out / "soak.png", dpi=120)
     plt.close(figure)
-    print(f"plot: {out / 'soak.png'}")
+    # The samples themselves, to look into a series the table flags.
+    (out / "samples.json").write_text(json.dumps(series, indent=1))
+    print(f"plot: {out / 'soak.png'}; samples: {out / 'samples.json'}")
 
 
 if __name__ == "__main__":
