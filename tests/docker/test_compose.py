@@ -15,13 +15,14 @@ from typing import Any
 
 import jsonschema
 import pytest
+import yaml
 
 from tests.docker.manifests import DOCKER, REPO, code_env_names, code_ports, compose
 
 SCHEMA = Path(__file__).parent / "schemas" / "compose-spec.json"
 EXPECTED_SERVICES = {
     "kafka", "redis", "flink-jobmanager", "flink-taskmanager", "feature-job",
-    "feature-writer", "triton", "worker", "drift", "prometheus", "grafana",
+    "feature-writer", "triton", "worker", "drift", "prometheus", "grafana", "alertmanager",
 }  # fmt: skip
 # Mount sources that are generated, not committed: the ranker's artifacts (make train).
 GENERATED_MOUNTS = {"../.cache/ranker"}
@@ -87,6 +88,7 @@ BACK_END = EXPECTED_SERVICES - PUBLISHED
 SECRETS = (
     "STREAMREC_REDIS_PASSWORD", "STREAMREC_TRITON_CONTROL_KEY",
     "GRAFANA_ADMIN_USER", "GRAFANA_ADMIN_PASSWORD",
+    "ALERTMANAGER_PAGE_WEBHOOK_URL", "ALERTMANAGER_TICKET_WEBHOOK_URL",
 )  # fmt: skip
 _PUBLISH = re.compile(r"^127\.0\.0\.1:(\d+):(\d+)$")
 
@@ -205,3 +207,51 @@ def test_the_flink_job_uses_the_jars_the_image_builds(services: dict[str, Any]) 
     assert Path(jars[0]).name == f"{KAFKA_CONNECTOR[1]}-{KAFKA_CONNECTOR[2]}.jar"
     pom = (DOCKER / "flink" / "connectors-pom.xml").read_text(encoding="utf-8")
     assert f"<version>{KAFKA_CONNECTOR[2]}</version>" in pom
+
+
+ALERTMANAGER_PORT = 9093  # Alertmanager's default --web.listen-address
+
+
+def test_prometheus_loads_the_rules_and_alerts_alertmanager(services: dict[str, Any]) -> None:
+    config = yaml.safe_load((DOCKER / "prometheus" / "prometheus.yml").read_text())
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in services["prometheus"]["volumes"]}
+    assert mounts["/etc/prometheus/rules"] == "./prometheus/rules"
+    (pattern,) = config["rule_files"]
+    assert pattern.startswith("/etc/prometheus/rules/")
+    folder = DOCKER / "prometheus" / "rules"
+    loaded = {p.name for p in folder.glob(pattern.removeprefix("/etc/prometheus/rules/"))}
+    assert loaded, f"{pattern} matches no file in {folder}"
+    # promtool's unit tests sit beside the rules and must not be loaded as rules.
+    assert not {name for name in loaded if name.endswith("_test.yml")}
+    (alertmanagers,) = config["alerting"]["alertmanagers"]
+    (target,) = [t for c in alertmanagers["static_configs"] for t in c["targets"]]
+    assert target.split(":")[0] == "alertmanager"
+    assert int(target.split(":")[1]) == ALERTMANAGER_PORT
+
+
+def test_alertmanager_routes_pages_and_tickets_to_webhooks_from_files(
+    services: dict[str, Any],
+) -> None:
+    alertmanager = services["alertmanager"]
+    assert alertmanager["networks"] == ["backend"]
+    assert not alertmanager.get("ports") and not alertmanager.get("expose")
+    command = alertmanager["command"]
+    config_flag = "--config.file=/etc/alertmanager/alertmanager.yml"
+    assert config_flag in command
+    assert (
+        "./alertmanager/alertmanager.yml:/etc/alertmanager/alertmanager.yml:ro"
+        in (alertmanager["volumes"])
+    )
+    config = yaml.safe_load((DOCKER / "alertmanager" / "alertmanager.yml").read_text())
+    routes = {r["matchers"][0]: r["receiver"] for r in config["route"]["routes"]}
+    assert routes == {'severity="page"': "page", 'severity="ticket"': "ticket"}
+    # Each receiver reads its URL from a file compose fills from a required variable.
+    spec_configs = compose()["configs"]
+    mounted = {c["target"]: c["source"] for c in alertmanager["configs"]}
+    for receiver in config["receivers"]:
+        (webhook,) = receiver["webhook_configs"]
+        assert "url" not in webhook, receiver["name"]
+        source = mounted[webhook["url_file"]]
+        variable = f"ALERTMANAGER_{receiver['name'].upper()}_WEBHOOK_URL"
+        assert variable in SECRETS
+        assert spec_configs[source]["content"].startswith(f"${{{variable}:?"), source
