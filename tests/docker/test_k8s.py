@@ -1,9 +1,11 @@
 """docker/k8s: each manifest has the shape of its kind, and matches the code and each other.
 
-No cluster and no Kubernetes schema package are installed here, so each kind
-is checked against a minimal schema (below) of the fields these manifests use,
-plus the cross-references a cluster would catch: selectors, probes, HPA
-targets, ConfigMaps, claims, ports and variables.
+No cluster is available here, so each kind is checked against a minimal schema
+(below) of the fields these manifests use, plus the cross-references a cluster
+would catch: selectors, probes, HPA targets, ConfigMaps, claims, ports and
+variables. Built-in kinds also pass the Kubernetes OpenAPI schemas
+(``kubernetes-validate``); the FlinkDeployment custom resource is checked by
+structure (tests/docker/test_k8s_flink.py) and its pod templates as Pods.
 """
 
 from __future__ import annotations
@@ -109,6 +111,67 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             },
         },
     },
+    # The Flink Kubernetes Operator's custom resource: the fields it needs to run an
+    # application cluster (its CRD is not installed here).
+    "FlinkDeployment": {
+        "required": ["metadata", "spec"],
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": [
+                    "image",
+                    "flinkVersion",
+                    "flinkConfiguration",
+                    "job",
+                    "jobManager",
+                    "taskManager",
+                ],
+                "properties": {
+                    "flinkConfiguration": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                    },
+                    "job": {
+                        "type": "object",
+                        "required": ["jarURI", "entryClass", "args", "upgradeMode"],
+                        "properties": {
+                            "upgradeMode": {"enum": ["stateless", "savepoint", "last-state"]},
+                            "args": {"type": "array", "items": {"type": "string"}},
+                        },
+                    },
+                    **{
+                        role: {
+                            "type": "object",
+                            "required": ["resource", "podTemplate"],
+                            "properties": {
+                                "resource": {"type": "object", "required": ["cpu", "memory"]},
+                                "podTemplate": {
+                                    "type": "object",
+                                    "required": ["metadata", "spec"],
+                                    "properties": {
+                                        "spec": {
+                                            "type": "object",
+                                            "required": ["containers"],
+                                            "properties": {
+                                                "containers": {
+                                                    "type": "array",
+                                                    "items": {
+                                                        **_CONTAINER,
+                                                        "required": ["name"],
+                                                    },
+                                                }
+                                            },
+                                        }
+                                    },
+                                },
+                            },
+                        }
+                        for role in ("jobManager", "taskManager")
+                    },
+                },
+            }
+        },
+    },
 }
 API_VERSIONS = {
     "Namespace": "v1",
@@ -118,9 +181,21 @@ API_VERSIONS = {
     "Deployment": "apps/v1",
     "HorizontalPodAutoscaler": "autoscaling/v2",
     "NetworkPolicy": "networking.k8s.io/v1",
+    "FlinkDeployment": "flink.apache.org/v1beta1",
 }
+# Custom resources: no OpenAPI schema of Kubernetes' own knows them.
+CUSTOM_KINDS = {"FlinkDeployment"}
+FLINK_ROLES = ("jobManager", "taskManager")
 # Variables whose values are credentials: only ever from a Secret, by reference.
-SECRET_VARIABLES = {"STREAMREC_REDIS_URL", "STREAMREC_KAFKA_CONFIG", "STREAMREC_TRITON_CONTROL_KEY"}
+SECRET_VARIABLES = {
+    "STREAMREC_REDIS_URL",
+    "STREAMREC_KAFKA_CONFIG",
+    "STREAMREC_KAFKA_JAVA_CONFIG",
+    "STREAMREC_TRITON_CONTROL_KEY",
+}
+# Images built from this repository's Dockerfiles, and the one pulled from NVIDIA.
+OWN_IMAGES = {"streamrec-app", "streamrec-flink"}
+TRITON_IMAGE = "tritonserver"
 PROMETHEUS = {
     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
     "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
@@ -131,9 +206,25 @@ def by_kind(kind: str) -> dict[str, dict[str, Any]]:
     return {d["metadata"]["name"]: d for _, d in k8s_documents() if d["kind"] == kind}
 
 
+def pod_templates() -> dict[str, dict[str, Any]]:
+    """Every pod template: a Deployment's by its name, a FlinkDeployment role's as name/role."""
+    templates = {name: d["spec"]["template"] for name, d in by_kind("Deployment").items()}
+    for name, flink in by_kind("FlinkDeployment").items():
+        for role in FLINK_ROLES:
+            templates[f"{name}/{role}"] = flink["spec"][role]["podTemplate"]
+    return templates
+
+
+def pod_image(pod: str) -> str:
+    """The image a pod's (first) container runs: a FlinkDeployment names it once, for all."""
+    if "/" in pod:
+        return str(by_kind("FlinkDeployment")[pod.split("/")[0]]["spec"]["image"])
+    return str(pod_templates()[pod]["spec"]["containers"][0]["image"])
+
+
 def containers() -> Iterator[tuple[str, dict[str, Any]]]:
-    for name, deployment in by_kind("Deployment").items():
-        for container in deployment["spec"]["template"]["spec"]["containers"]:
+    for name, template in pod_templates().items():
+        for container in template["spec"]["containers"]:
             yield name, container
 
 
@@ -155,7 +246,77 @@ def test_kustomization_lists_every_manifest() -> None:
     files = {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
     assert set(kustomization["resources"]) == files
     images = {image["name"] for image in kustomization["images"]}
-    assert {c["image"] for _, c in containers()} <= images
+    assert {pod_image(pod) for pod in pod_templates()} <= images
+    # kustomize rewrites only built-in kinds' image fields unless told where a custom
+    # resource keeps its image.
+    field_specs = [
+        spec
+        for config in kustomization["configurations"]
+        for spec in yaml.safe_load((folder / config).read_text())["images"]
+    ]
+    for kind in CUSTOM_KINDS:
+        assert {"path": "spec/image", "kind": kind} in field_specs
+
+
+def dockerfile_tag(dockerfile: str) -> str:
+    """The image name a Dockerfile's build line (``docker build ... -t NAME .``) gives."""
+    text = (DOCKER / dockerfile).read_text(encoding="utf-8")
+    (tag,) = re.findall(r"docker build .* -t ([a-z0-9-]+) \.", text)
+    return str(tag)
+
+
+def test_images_are_the_projects_or_tritons() -> None:
+    own = {dockerfile_tag("app.Dockerfile"), dockerfile_tag("flink.Dockerfile")}
+    assert own == OWN_IMAGES
+    for pod in pod_templates():
+        assert pod_image(pod) in OWN_IMAGES | {TRITON_IMAGE}, pod
+    # Untagged here: kustomization.yaml's images set the tag (and the registry).
+    assert pod_image("feature-writer") == dockerfile_tag("app.Dockerfile")
+    for name in by_kind("FlinkDeployment"):
+        assert pod_image(f"{name}/jobManager") == dockerfile_tag("flink.Dockerfile")
+    for name, container in containers():
+        if "/" in name:
+            assert "image" not in container, f"{name}: the FlinkDeployment's image is the one"
+
+
+def test_every_pod_runs_unprivileged() -> None:
+    for pod, template in pod_templates().items():
+        spec = template["spec"]
+        context = spec["securityContext"]
+        assert context["runAsNonRoot"] is True, pod
+        assert isinstance(context["runAsUser"], int) and context["runAsUser"] > 0, pod
+        assert context["seccompProfile"] == {"type": "RuntimeDefault"}, pod
+        writable = {
+            mount["mountPath"]
+            for container in spec["containers"]
+            for mount in container.get("volumeMounts", [])
+        }
+        for container in spec["containers"]:
+            security = container["securityContext"]
+            assert security["allowPrivilegeEscalation"] is False, pod
+            assert security["capabilities"]["drop"] == ["ALL"], pod
+            if pod_image(pod) in OWN_IMAGES:
+                assert security["readOnlyRootFilesystem"] is True, pod
+                assert "/tmp" in writable, f"{pod}: a read-only root needs a writable /tmp"
+    # The app image's user (app.Dockerfile: useradd --uid 10001).
+    app_user = re.search(r"--uid (\d+)", (DOCKER / "app.Dockerfile").read_text())
+    assert app_user is not None
+    for pod in pod_templates():
+        if pod_image(pod) == "streamrec-app":
+            uid = pod_templates()[pod]["spec"]["securityContext"]["runAsUser"]
+            assert uid == int(app_user.group(1)), pod
+
+
+def test_every_container_has_resources() -> None:
+    for name, deployment in by_kind("Deployment").items():
+        for container in deployment["spec"]["template"]["spec"]["containers"]:
+            resources = container["resources"]
+            assert {"cpu", "memory"} <= set(resources["requests"]), name
+            assert "memory" in resources["limits"], name
+    # The operator sizes the Flink pods (requests and limits) from each role's resource.
+    for name, flink in by_kind("FlinkDeployment").items():
+        for role in FLINK_ROLES:
+            assert {"cpu", "memory"} <= set(flink["spec"][role]["resource"]), (name, role)
 
 
 def test_triton_rolls_without_losing_capacity_and_is_ready_on_its_endpoint() -> None:
@@ -213,7 +374,7 @@ def test_variables_and_configmaps_are_known() -> None:
 def test_ports_and_claims_match() -> None:
     ports = code_ports()
     claims = set(by_kind("PersistentVolumeClaim"))
-    exposed = {name: {p["containerPort"] for p in c["ports"]} for name, c in containers()}
+    exposed = {name: {p["containerPort"] for p in c.get("ports", [])} for name, c in containers()}
     assert exposed["worker"] == {ports["worker-metrics"]}
     assert exposed["drift"] == {ports["drift-metrics"]}
     assert exposed["triton"] == {
@@ -221,10 +382,36 @@ def test_ports_and_claims_match() -> None:
         ports["triton-grpc"],
         ports["triton-metrics"],
     }
-    for deployment in by_kind("Deployment").values():
-        for volume in deployment["spec"]["template"]["spec"].get("volumes", []):
+    assert exposed["feature-writer"] == set()  # no listener of any kind
+    for pod, template in pod_templates().items():
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        for volume in volumes.values():
             claim = volume.get("persistentVolumeClaim")
-            assert claim is None or claim["claimName"] in claims
+            assert claim is None or claim["claimName"] in claims, pod
+        for container in template["spec"]["containers"]:
+            for mount in container.get("volumeMounts", []):
+                assert mount["name"] in volumes, (pod, mount["name"])
+
+
+def test_probes_ask_ports_the_container_names() -> None:
+    for name, container in containers():
+        named = {p["name"] for p in container.get("ports", [])}
+        for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+            for handler in ("httpGet", "tcpSocket"):
+                if handler in container.get(probe, {}):
+                    assert container[probe][handler]["port"] in named, (name, probe)
+    # The writer has no endpoint: no probe could ask it anything.
+    (writer,) = pod_templates()["feature-writer"]["spec"]["containers"]
+    assert not {"readinessProbe", "livenessProbe", "startupProbe"} & set(writer)
+
+
+def test_writers_are_no_more_than_the_changelogs_partitions() -> None:
+    from jobs.features.cli import CHANGELOG_PARTITIONS
+
+    writer = by_kind("Deployment")["feature-writer"]
+    assert 1 <= writer["spec"]["replicas"] <= CHANGELOG_PARTITIONS
+    (container,) = writer["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["python", "-m", "jobs.feature_writer"]
 
 
 @pytest.mark.parametrize("path", sorted((DOCKER / "k8s").glob("*.yaml")), ids=lambda p: p.name)
@@ -243,15 +430,29 @@ def test_a_malformed_manifest_does_not_parse(tmp_path: Path) -> None:
 
 
 def test_manifests_pass_the_kubernetes_openapi_schemas() -> None:
-    """Full validation with ``kubernetes-validate`` (a dev dependency, about 100 MB of schemas)."""
+    """Full validation with ``kubernetes-validate`` (a dev dependency, about 100 MB of schemas).
+
+    A FlinkDeployment's pod templates are Pods the operator completes (its main
+    container gets the image and command there): each is validated as a Pod.
+    """
     import kubernetes_validate as validator  # type: ignore[import-untyped]
 
     for _path, doc in k8s_documents():
-        validator.validate(doc, "1.33.0", strict=True)  # raises on the first error
+        if doc["kind"] not in CUSTOM_KINDS:
+            validator.validate(doc, "1.33.0", strict=True)  # raises on the first error
+    for name, flink in by_kind("FlinkDeployment").items():
+        for role in FLINK_ROLES:
+            pod = {**flink["spec"][role]["podTemplate"]}
+            pod["metadata"] = {"name": f"{name}-{role.lower()}", **pod["metadata"]}
+            validator.validate(pod, "1.33.0", strict=True)
 
 
-def env_of(deployment: str) -> dict[str, dict[str, Any]]:
-    (container,) = by_kind("Deployment")[deployment]["spec"]["template"]["spec"]["containers"]
+def test_custom_resources_are_known() -> None:
+    assert {doc["kind"] for _, doc in k8s_documents()} & CUSTOM_KINDS == {"FlinkDeployment"}
+
+
+def env_of(pod: str) -> dict[str, dict[str, Any]]:
+    (container,) = pod_templates()[pod]["spec"]["containers"]
     return {item["name"]: item for item in container.get("env", [])}
 
 
@@ -272,10 +473,20 @@ def test_secrets_come_by_secret_key_ref() -> None:
         ref = env_of(deployment)[variable]["valueFrom"]["secretKeyRef"]
         return ref["name"], ref["key"]
 
-    assert secret("worker", "STREAMREC_REDIS_URL") == ("streamrec-redis", "url")
-    for deployment in ("worker", "drift"):
+    for deployment in ("worker", "feature-writer"):
+        assert secret(deployment, "STREAMREC_REDIS_URL") == ("streamrec-redis", "url")
+    for deployment in ("worker", "drift", "feature-writer", "feature-job/jobManager"):
         assert secret(deployment, "STREAMREC_KAFKA_CONFIG") == ("streamrec-kafka", "config")
+    assert secret("feature-job/jobManager", "STREAMREC_KAFKA_JAVA_CONFIG") == (
+        "streamrec-kafka",
+        "java-config",
+    )
     assert secret("triton", "STREAMREC_TRITON_CONTROL_KEY") == ("streamrec-triton", "control-key")
+    # Every credential a pod gets comes so, whichever pod it is.
+    for name, container in containers():
+        for item in container.get("env", []):
+            if item["name"] in SECRET_VARIABLES:
+                assert set(item["valueFrom"]) == {"secretKeyRef"}, (name, item["name"])
 
 
 def test_tritons_model_control_needs_the_key_from_its_secret() -> None:
@@ -303,9 +514,9 @@ def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     return True
 
 
-def allowed(pod: str, port: str) -> list[dict[str, Any]]:
-    """The peers the namespace's policies let reach ``pod``'s named ``port``."""
-    labels = by_kind("Deployment")[pod]["spec"]["template"]["metadata"]["labels"]
+def allowed(pod: str, port: str | int) -> list[dict[str, Any]]:
+    """The peers the namespace's policies let reach ``pod``'s ``port`` (a name or number)."""
+    labels = pod_templates()[pod]["metadata"]["labels"]
     peers = []
     for policy in by_kind("NetworkPolicy").values():
         if _selects(policy["spec"]["podSelector"], labels):
@@ -339,20 +550,74 @@ def test_policies_let_in_only_what_the_pipeline_needs() -> None:
     assert [p["port"] for p in redis[0]["ports"]] == [code_ports()["redis"]]
 
 
+def flink_ports(pod: str) -> set[int]:
+    """The ports a Flink pod's configuration fixes (the operator adds them to its pods)."""
+    if "/" not in pod:
+        return set()
+    config = by_kind("FlinkDeployment")[pod.split("/")[0]]["spec"]["flinkConfiguration"]
+    return {int(value) for key, value in config.items() if key.endswith("port")}
+
+
 def test_policy_ports_are_ports_the_pods_name() -> None:
-    deployments = by_kind("Deployment")
     for name, policy in by_kind("NetworkPolicy").items():
-        for deployment in deployments.values():
-            labels = deployment["spec"]["template"]["metadata"]["labels"]
+        for pod, template in pod_templates().items():
+            labels = template["metadata"]["labels"]
             if not policy["spec"]["podSelector"] or not _selects(
                 policy["spec"]["podSelector"], labels
             ):
                 continue
-            named = {
-                p["name"]
-                for c in deployment["spec"]["template"]["spec"]["containers"]
-                for p in c.get("ports", [])
-            }
+            named = {p["name"] for c in template["spec"]["containers"] for p in c.get("ports", [])}
             for rule in policy["spec"]["ingress"]:
                 for port in rule["ports"]:
-                    assert port["port"] in named, (name, port)
+                    if isinstance(port["port"], int):
+                        assert port["port"] in flink_ports(pod), (name, pod, port)
+                    else:
+                        assert port["port"] in named, (name, pod, port)
+
+
+def test_the_writer_lets_nothing_in() -> None:
+    labels = pod_templates()["feature-writer"]["metadata"]["labels"]
+    selecting = {
+        name
+        for name, policy in by_kind("NetworkPolicy").items()
+        if _selects(policy["spec"]["podSelector"], labels)
+    }
+    assert selecting == {"default-deny-ingress"}
+    # Its egress is open (no policy restricts egress): Kafka and Redis let it in.
+    kafka = by_kind("NetworkPolicy")["kafka-ingress"]["spec"]["ingress"][0]["from"][0]
+    assert _selects(kafka["podSelector"], labels)
+    redis = by_kind("NetworkPolicy")["redis-ingress"]["spec"]["ingress"][0]["from"][0]
+    assert _selects(redis["podSelector"], labels)
+
+
+def test_the_flink_cluster_reaches_itself_and_its_rest_api_stays_inside() -> None:
+    jobmanager, taskmanager = "feature-job/jobManager", "feature-job/taskManager"
+    itself = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "feature-job"}}}
+    config = by_kind("FlinkDeployment")["feature-job"]["spec"]["flinkConfiguration"]
+    internal = [
+        int(config[key])
+        for key in (
+            "jobmanager.rpc.port",
+            "blob.server.port",
+            "taskmanager.rpc.port",
+            "taskmanager.data.port",
+        )
+    ]
+    for pod in (jobmanager, taskmanager):
+        for port in internal:
+            assert allowed(pod, port) == [itself], (pod, port)
+        assert allowed(pod, "metrics") == [PROMETHEUS]
+    rest = int(config["rest.port"])
+    assert rest == code_ports()["flink-rest"]
+    assert int(config["jobmanager.rpc.port"]) == code_ports()["flink-rpc"]
+    assert allowed(taskmanager, rest) == []
+    peers = allowed(jobmanager, rest)
+    assert {"podSelector": {}} in peers  # this namespace only (no namespaceSelector)
+    others = [p for p in peers if p != {"podSelector": {}}]
+    assert others and all(
+        p["namespaceSelector"]["matchLabels"] and p["podSelector"]["matchLabels"] for p in others
+    ), "the operator's pods, not its whole namespace or every namespace"
+    # Kafka lets the job in: its pods are the pipeline's.
+    kafka = by_kind("NetworkPolicy")["kafka-ingress"]["spec"]["ingress"][0]["from"][0]
+    for pod in (jobmanager, taskmanager):
+        assert _selects(kafka["podSelector"], pod_templates()[pod]["metadata"]["labels"])
