@@ -12,7 +12,11 @@ has each secret value of those settings (see :meth:`Settings.secrets`) replaced 
 from __future__ import annotations
 
 import logging
+import sys
+import threading
+import traceback
 from collections.abc import Iterable
+from types import TracebackType
 
 from schemas.settings import MASK, Settings
 
@@ -67,4 +71,28 @@ def install_redaction(*settings: Settings, logger: logging.Logger | None = None)
     redacting = RedactingFilter(secrets_of(*settings))
     for handler in (logger or logging.getLogger()).handlers:
         handler.addFilter(redacting)
+    install_excepthooks(redacting.secrets)
     return redacting
+
+
+def install_excepthooks(secrets: Iterable[str]) -> None:
+    """Uncaught exceptions (main thread and others) printed with the secrets masked.
+
+    Python prints them itself, past every logging handler: an exception whose message
+    quotes a connection URL would otherwise end the process by printing its password.
+    """
+    masked = tuple(secrets)
+
+    def print_masked(
+        kind: type[BaseException], value: BaseException, trace: TracebackType | None
+    ) -> None:
+        text = "".join(traceback.format_exception(kind, value, trace))
+        sys.stderr.write(redact(text, masked))
+
+    def print_thread_masked(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is not None:
+            sys.stderr.write(f"Exception in thread {getattr(args.thread, 'name', '?')}:\n")
+            print_masked(args.exc_type, args.exc_value, args.exc_traceback)
+
+    sys.excepthook = print_masked
+    threading.excepthook = print_thread_masked

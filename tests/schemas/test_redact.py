@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -12,6 +14,7 @@ import pytest
 from schemas.kafka import KafkaSettings
 from schemas.redact import install_redaction, redact, secrets_of
 from schemas.settings import Settings, group, redis_url_setting, setting
+from tests.conftest import REPO_ROOT
 
 PASSWORD = "kafka-s3cret"
 REDIS_PASSWORD = "redis-pw!"
@@ -70,3 +73,24 @@ def test_longer_secrets_are_masked_first_and_short_ones_ignored() -> None:
     assert redact("a abcd abcdef", ["abcd", "abcdef"]) == "a *** ***"
     root = logging.getLogger("redact-test-short")
     assert install_redaction(Role(token="ab"), logger=root).secrets == ()
+
+
+def test_an_uncaught_exception_is_printed_with_its_secret_masked() -> None:
+    program = (
+        "import logging, threading\n"
+        "from schemas.kafka import KafkaSettings\n"
+        "from schemas.redact import install_redaction\n"
+        "logging.basicConfig()\n"
+        "install_redaction(KafkaSettings(extra={'sasl.password': 'hunter2-secret'}))\n"
+        "def fail():\n"
+        "    raise RuntimeError('thread saw hunter2-secret')\n"
+        "t = threading.Thread(target=fail)\n"
+        "t.start(); t.join()\n"
+        "raise ValueError('connect failed for sasl.password=hunter2-secret')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, cwd=REPO_ROOT
+    )
+    assert done.returncode == 1
+    assert "hunter2-secret" not in done.stderr
+    assert "sasl.password=***" in done.stderr and "thread saw ***" in done.stderr
