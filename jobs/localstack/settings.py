@@ -52,6 +52,7 @@ class StackSettings(Settings):
     triton_http_port: int = _port(8000, "STREAMREC_TRITON_HTTP_PORT", "Triton HTTP")
     triton_grpc_port: int = _port(8001, "STREAMREC_TRITON_GRPC_PORT", "Triton gRPC")
     triton_metrics_port: int = _port(8002, "STREAMREC_TRITON_METRICS_PORT", "Triton metrics")
+    mlflow_port: int = _port(5000, "STREAMREC_MLFLOW_PORT", "MLflow tracking server")
     # None: `<home>/models`, where `streamrec-serving publish` writes by default.
     triton_model_repository: Path | None = setting(
         None,

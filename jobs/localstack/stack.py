@@ -10,6 +10,7 @@ from jobs.localstack import process
 from jobs.localstack.errors import StackError
 from jobs.localstack.flink_cluster import FlinkJobManager, FlinkTaskManager
 from jobs.localstack.kafka_broker import KafkaService
+from jobs.localstack.mlflow_server import MlflowService
 from jobs.localstack.redis_server import RedisService
 from jobs.localstack.service import Service, ServiceStatus
 from jobs.localstack.settings import HOST, StackSettings
@@ -27,6 +28,8 @@ REGISTRY: tuple[tuple[str, ServiceFactory], ...] = (
     ("flink-jobmanager", FlinkJobManager),
     ("flink-taskmanager", FlinkTaskManager),
     ("triton", TritonService),
+    # The model registry: training logs into it, publishing reads from it.
+    ("mlflow", MlflowService),
 )
 
 # Names that stand for several services (`--services flink`).
