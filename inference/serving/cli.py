@@ -10,7 +10,9 @@ from collections.abc import Sequence
 
 from inference.serving import control, repository
 from inference.serving.errors import ServingError
+from inference.serving.registered import publish_registered
 from inference.serving.settings import MODELS, ServingSettings
+from schemas.model_registry import is_model_uri
 from schemas.redact import install_redaction
 
 
@@ -35,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="artifacts",
         nargs="?",
         default=argparse.SUPPRESS,
-        help="artifacts directory (default: --artifacts-dir)",
+        help="artifacts directory (default: --artifacts-dir), or a version of the MLflow "
+        "model registry: models:/<name>/<version> or models:/<name>@<alias> (the server: "
+        "MLFLOW_TRACKING_URI, else http://127.0.0.1:5000)",
     )
     publish.add_argument(
         "--models",
@@ -67,6 +71,15 @@ def run(argv: Sequence[str] | None = None) -> int:
     install_redaction(settings)  # the control key stays out of every log line
     if args.command == "publish":
         models = [name.strip() for name in args.models.split(",") if name.strip()]
+        source = getattr(args, "artifacts_dir", None) or ""
+        if is_model_uri(source):
+            published = publish_registered(source, settings.repository, models)
+            print(
+                f"published {source} (version {published.version.version} of "
+                f"{published.version.name}) as version {published.number} of "
+                f"{', '.join(models)} in {settings.repository}"
+            )
+            return 0
         number = repository.publish(settings.artifacts_dir, settings.repository, models)
         print(
             f"published {settings.artifacts_dir} as version {number} of {', '.join(models)} "

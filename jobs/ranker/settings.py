@@ -95,6 +95,14 @@ class TrainSettings(Settings):
         "serving fresh view holds them (0 = the last 50 of the whole history)",
     )
     threads: int = setting(2, env="STREAMREC_TRAIN_THREADS", help="PyTorch and ONNX threads")
+    # Also on whenever MLFLOW_TRACKING_URI is set (jobs/ranker/registry.py).
+    register: bool = setting(
+        False,
+        env="STREAMREC_TRAIN_REGISTER",
+        help="log the run in MLflow and register the model directory as a version of "
+        "streamrec-ranker (on whenever MLFLOW_TRACKING_URI is set; without it, the local "
+        "stack's server at http://127.0.0.1:5000)",
+    )
 
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
