@@ -61,7 +61,7 @@ faults: $(STAMP) ## the fault runs too long for make test (marked long): broker 
 chaos: $(STAMP) ## the fault suite end to end under load (CHAOS_ARGS for flags; --help); ends with RESULT
 	$(PY) -m tests.chaos $(CHAOS_ARGS)
 
-SECURITY_EVENTS ?= 5000
+SECURITY_EVENTS ?= 2000
 security-check: $(STAMP) ## the secured stack end to end, then every way in that must fail (SECURITY.md); ends with RESULT
 	$(PY) -m tests.security --events $(SECURITY_EVENTS)
 

@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--events", type=int, default=5000, help="events the demo replays")
+    parser.add_argument("--events", type=int, default=2000, help="events the demo replays")
     args = parser.parse_args(argv)
     home = REPO_ROOT / ".stack" / f"security-{time.strftime('%Y%m%d-%H%M%S')}"
     settings = secured_settings(home)
