@@ -60,13 +60,15 @@ from tests.conftest import REPO_ROOT
 
 FLAT_MB_PER_MIN = 1.0
 # Windows of 5 minutes sliding by 1, a fresh-view state TTL of 6 minutes, Redis keys and
-# co-visitation sets for 10: the pipeline is at its steady state after about 10 minutes.
+# co-visitation sets for 10, the co-visitation window 5 (its per-user guard keys live
+# twice that): the pipeline is at its steady state after about 10 minutes.
 COMPRESSED = {
     "STREAMREC_FEATURES_WINDOW_MS": "300000",
     "STREAMREC_FEATURES_SLIDE_MS": "60000",
     "STREAMREC_FEATURES_STATE_TTL_MS": "360000",
     "STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "600",
     "STREAMREC_FEATURE_WRITER_COVISIT_TTL_SECONDS": "600",
+    "STREAMREC_FEATURE_WRITER_COVISIT_WINDOW_MS": "300000",
 }
 
 
