@@ -130,7 +130,7 @@ def test_flink_alias_selects_both_services_in_order(tmp_path: Path) -> None:
     at = known.index("flink-jobmanager")
     assert known[at : at + 2] == ["flink-jobmanager", "flink-taskmanager"]
     assert select(["flink", "kafka"], known) == ["kafka", "flink-jobmanager", "flink-taskmanager"]
-    with pytest.raises(StackError, match=r"known: .*flink-taskmanager, triton, flink$"):
+    with pytest.raises(StackError, match=r"known: .*flink-taskmanager, triton, mlflow, flink$"):
         select(["flunk"], known)
 
 
