@@ -27,12 +27,16 @@ PYTHON_WORKER_MODE = ("_python_worker_execution_mode", "process")
 
 
 def jvm_args(settings: FeatureJobSettings, given: str) -> str:
-    """PyFlink's ``JVM_ARGS`` for the local JVM: the heap bound, then what was ``given``.
+    """PyFlink's ``JVM_ARGS`` for the local JVM: the heap, then what was ``given``.
 
-    Read when the first environment starts the JVM; a ``-Xmx`` the user gave in
-    ``JVM_ARGS`` comes last and wins.
+    The heap is committed at start (``-Xms`` equal to ``-Xmx``), as Flink's own
+    TaskManager launcher sizes it, so the state's growth stays inside a fixed
+    reservation instead of stepping the process's memory up. Read when the first
+    environment starts the JVM; a heap flag the user gave in ``JVM_ARGS`` comes
+    last and wins.
     """
-    return f"-Xmx{settings.jvm_heap_mb}m {given}".strip()
+    heap = settings.jvm_heap_mb
+    return f"-Xms{heap}m -Xmx{heap}m {given}".strip()
 
 
 def flink_config(settings: FeatureJobSettings) -> dict[str, str]:

@@ -340,8 +340,9 @@ class KafkaService(Service):
     def command(self) -> list[str]:
         return [
             self.java,
-            "-Xmx1g",
-            "-Xms256m",
+            f"-Xms{self.settings.kafka_heap_mb}m",
+            f"-Xmx{self.settings.kafka_heap_mb}m",
+            "-XX:+AlwaysPreTouch",
             # Kafka's own start script's collector settings (kafka-run-class.sh): G1 aims
             # at 20 ms pauses rather than its default 200, which a broker on the request
             # path would add to every request in flight.

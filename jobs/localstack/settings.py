@@ -53,6 +53,12 @@ class StackSettings(Settings):
     triton_grpc_port: int = _port(8001, "STREAMREC_TRITON_GRPC_PORT", "Triton gRPC")
     triton_metrics_port: int = _port(8002, "STREAMREC_TRITON_METRICS_PORT", "Triton metrics")
     mlflow_port: int = _port(5000, "STREAMREC_MLFLOW_PORT", "MLflow tracking server")
+    # Committed and touched at start (-Xms equal to -Xmx, as Kafka's own start script
+    # sizes it, plus pre-touch): the broker's memory is its size from the first minute,
+    # and no GC pause on the request path waits for the kernel to hand out a page.
+    kafka_heap_mb: int = setting(
+        1024, env="STREAMREC_KAFKA_HEAP_MB", help="the broker's JVM heap, in MB, committed at start"
+    )
     # None: `<home>/models`, where `streamrec-serving publish` writes by default.
     triton_model_repository: Path | None = setting(
         None,
@@ -78,6 +84,8 @@ class StackSettings(Settings):
         for name in self.__dataclass_fields__:
             if name.endswith("_port") and not 0 < (port := getattr(self, name)) < 65536:
                 raise StackError(f"{self.variable(name)}={port} is outside 1..65535")
+        if self.kafka_heap_mb < 256:
+            raise StackError(f"{self.variable('kafka_heap_mb')} must be at least 256")
 
     @classmethod
     def from_env(

@@ -4,10 +4,17 @@ RSS is summed over a process's whole group (a part spawns children: the feature
 job its JVM, Triton its python-backend stubs), read from ``/proc``. Redis reports
 ``used_memory``; the Flink state size is the newest checkpoint's size on disk;
 Triton's queue is ``nv_inference_pending_request_count`` from its metrics.
+
+The JVMs (the broker, the feature job) commit their whole heap at start, so
+their RSS stays flat while the heap fills; what lives on the heap is sampled
+apart, as the old generation's occupancy from ``jstat``, so a heap that fills
+toward its cap shows as its own series rather than hiding behind a flat RSS.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import time
 import urllib.request
@@ -35,6 +42,34 @@ def group_rss_mb(pid: int) -> float:
             if line.startswith("VmRSS:"):
                 total_kb += int(line.split()[1])
     return total_kb / 1024
+
+
+def old_generation_mb(pid: int) -> float:
+    """The old generation in use in the JVM of ``pid``'s group (NaN: none, or no ``jstat``)."""
+    jstat = shutil.which("jstat")
+    for member in group_members(pid) or [pid]:
+        try:
+            name = Path(f"/proc/{member}/comm").read_text().strip()
+        except OSError:
+            continue
+        if name != "java" or jstat is None:
+            continue
+        try:
+            out = subprocess.run(
+                [jstat, "-gc", str(member)], capture_output=True, text=True, timeout=10
+            ).stdout.split("\n")
+        except (OSError, subprocess.TimeoutExpired):
+            return float("nan")
+        return parse_jstat_old_used_mb(out)
+    return float("nan")
+
+
+def parse_jstat_old_used_mb(lines: list[str]) -> float:
+    """``OU`` (KB) of ``jstat -gc``'s header and value lines, in MB."""
+    rows = [line.split() for line in lines if line.strip()]
+    if len(rows) < 2 or "OU" not in rows[0]:
+        return float("nan")
+    return float(rows[1][rows[0].index("OU")]) / 1024
 
 
 def directory_mb(path: Path | None) -> float:
@@ -66,6 +101,7 @@ class Sampler(threading.Thread):
         checkpoint_dir: Path,
         triton_metrics_url: str,
         every_s: float = 30.0,
+        jvms: frozenset[str] = frozenset(),  # the processes whose JVM heap is sampled too
     ) -> None:
         super().__init__(daemon=True, name="sampler")
         self.processes = processes
@@ -73,6 +109,7 @@ class Sampler(threading.Thread):
         self.checkpoint_dir = checkpoint_dir
         self.triton_metrics_url = triton_metrics_url
         self.every_s = every_s
+        self.jvms = jvms
         self.series: dict[str, list[Sample]] = {}
         self._began = time.monotonic()
         self._stopping = threading.Event()
@@ -89,6 +126,8 @@ class Sampler(threading.Thread):
             pid = pid_of()
             if pid is not None:
                 self._add(f"rss {name}", minute, group_rss_mb(pid), pid)
+                if name in self.jvms:
+                    self._add(f"heap-old {name}", minute, old_generation_mb(pid), pid)
         try:
             info: dict[str, Any] = self.client.info("memory")  # type: ignore[assignment]
             used = float(info["used_memory"]) / MB

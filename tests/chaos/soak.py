@@ -143,6 +143,9 @@ def soak(chaos: ChaosEnv, args: argparse.Namespace) -> Outcome:
     mode = mode_settings(args.exactly_once, log_dir)
     job = feature_job(topics, run_id, log_dir)
     writer = writer_part(topics.changelog, run_id, log_dir)
+    # The heap is committed at start (-Xms = -Xmx); touched too, so the job's RSS is
+    # its size from the first minute and the heap's own use is a series of its own.
+    job.env["JVM_ARGS"] = "-XX:+AlwaysPreTouch"
     if not args.production_horizons:
         job.env.update(COMPRESSED)
         writer.env.update(COMPRESSED)
@@ -158,7 +161,8 @@ def soak(chaos: ChaosEnv, args: argparse.Namespace) -> Outcome:
         wait_ready([job, writer, worker], ready)
         warm_up(chaos.kafka, chaos.redis_url, topics.events, int(time.time() * 1000), [job])
         supervisor.start()
-        sampler = Sampler(pids, chaos.redis_url, log_dir / "checkpoints", metrics_url, args.every)
+        sampler = Sampler(pids, chaos.redis_url, log_dir / "checkpoints", metrics_url, args.every,
+                          jvms=frozenset({"kafka", job.name}))  # fmt: skip
         events = EventLoad(chaos.kafka, topics.events, args.event_rate, chaos.events,
                            new_users=True)  # fmt: skip
         requests = RequestLoad(chaos.kafka, topics.requests, args.rate, chaos.users, "soak",

@@ -98,7 +98,7 @@ def test_building_the_job_starts_no_python_worker_pool_on_every_interface(
 
 def test_the_local_jvm_heap_is_bounded_and_a_users_own_flag_wins() -> None:
     settings = FeatureJobSettings.load({"STREAMREC_FEATURES_JVM_HEAP_MB": "1024"})
-    assert jvm_args(settings, "") == "-Xmx1024m"
+    assert jvm_args(settings, "") == "-Xms1024m -Xmx1024m"
     assert jvm_args(settings, "-Xmx4g -Dx=1").split()[-2:] == ["-Xmx4g", "-Dx=1"]
     with pytest.raises(SettingsError, match="STREAMREC_FEATURES_JVM_HEAP_MB"):
         FeatureJobSettings.load({"STREAMREC_FEATURES_JVM_HEAP_MB": "10"})

@@ -69,6 +69,16 @@ def test_command_names_files_inside_the_service_folder(tmp_path: Path) -> None:
     assert f"-cp {tmp_path}/cache/kafka-4.1.1/libs/*" in command
 
 
+def test_the_broker_heap_is_committed_at_start(tmp_path: Path) -> None:
+    settings = StackSettings(tmp_path / "home", tmp_path / "cache", 1, 2, 3, kafka_heap_mb=512)
+    service = KafkaService(settings)
+    service._java = "/usr/bin/java"
+    command = service.command()
+    assert {"-Xms512m", "-Xmx512m", "-XX:+AlwaysPreTouch"} <= set(command)
+    with pytest.raises(StackError, match="STREAMREC_KAFKA_HEAP_MB"):
+        StackSettings(tmp_path / "home", tmp_path / "cache", 1, 2, 3, kafka_heap_mb=100)
+
+
 def _secured(tmp_path: Path) -> StackSettings:
     return StackSettings(tmp_path / "home", tmp_path / "cache", 19092, 19093, secure=True)
 
