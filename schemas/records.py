@@ -93,6 +93,10 @@ class Recommendation(msgspec.Struct, frozen=True):
     ``degraded`` is true when a part failed and a fallback produced the items;
     ``degraded_reasons`` says which. ``trigger_features`` says whether the
     features included the request's trigger event (absent without a trigger).
+    ``model_version`` is the served model and the version that scored
+    (``ranker_python:3``); under a traffic split ``variant`` names the user's
+    variant and ``registry_version`` the model registry's version of it
+    (``streamrec-ranker/7``), both empty otherwise.
     """
 
     request_id: RequestId
@@ -104,6 +108,8 @@ class Recommendation(msgspec.Struct, frozen=True):
     degraded: bool = False
     degraded_reasons: list[Annotated[str, Meta(max_length=256)]] = []
     trigger_features: TriggerFeatures | None = None
+    variant: Annotated[str, Meta(max_length=32)] = ""
+    registry_version: Annotated[str, Meta(max_length=128)] = ""
 
 
 class FeatureDrift(msgspec.Struct, frozen=True):

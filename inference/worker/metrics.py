@@ -25,6 +25,13 @@ LATENCY_BUCKETS = (
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 )  # fmt: skip
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+# Scores are click probabilities: twenty bins, so two variants' distributions compare.
+SCORE_BUCKETS = tuple(round(0.05 * n, 2) for n in range(1, 21))
+# A variant's answers: scored by its model, failed by its model (timeout, unavailable,
+# bad output: what a canary is judged on), or degraded by something else (Redis, deadline).
+VARIANT_OUTCOMES = ("ok", "model_error", "degraded")
+# The label of answers given outside any traffic split.
+NO_VARIANT = "default"
 # Feature rows are seconds old when fresh; windows close every 5 minutes, so older is common.
 AGE_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0)
 
@@ -133,6 +140,34 @@ class WorkerMetrics:
         self.inflight = Gauge(
             "streamrec_worker_triton_inflight",
             "Ranker requests in flight (including those waiting for a slot).",
+            registry=r,
+        )
+        self.variant_answers = Counter(
+            "streamrec_worker_variant_answers",
+            f"Answers per traffic-split variant ({NO_VARIANT} without a split), by outcome "
+            f"({', '.join(VARIANT_OUTCOMES)}).",
+            ["variant", "outcome"],
+            registry=r,
+        )
+        self.variant_seconds = Histogram(
+            "streamrec_worker_variant_seconds",
+            "Request time (its ts) to recommendation produced, per variant.",
+            ["variant"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.variant_scores = Histogram(
+            "streamrec_worker_variant_scores",
+            "Scores of the items answered by a variant's model (degraded answers excluded).",
+            ["variant"],
+            buckets=SCORE_BUCKETS,
+            registry=r,
+        )
+        self.routing_share = Gauge(
+            "streamrec_worker_routing_share",
+            "The traffic split in force: percent of users per variant and the version it asks "
+            "for (absent without a split).",
+            ["variant", "version", "registry_version"],
             registry=r,
         )
         self.up = Gauge(

@@ -6,6 +6,11 @@ A batch is split into chunks of ``users_per_request`` users, sent concurrently
 once. A chunk the ranker cannot score in time gets the fallback ranking and
 the reason; the breaker then keeps the ranker out
 of the way for ``retry_after_ms`` so later batches answer at once.
+
+Under a traffic split (:mod:`inference.worker.routing`) the users of each variant
+are chunked apart and their requests ask Triton for the variant's version. Each
+version has its own breaker: a failing canary sends its own users to the fallback
+and leaves the champion's users on the ranker.
 """
 
 from __future__ import annotations
@@ -21,9 +26,11 @@ from inference.worker.inputs import assemble, chunks, output_problem, split_scor
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.postprocess import Scored, fallback_scores, finalize
 from inference.worker.prepare import PreparedBatch, PreparedRequest
+from inference.worker.routing import NO_SPLIT, RoutingView
 from inference.worker.scoring import Breaker, Scorer
 from schemas.ranking import CAND_ITEMS
 from schemas.records import Recommendation
+from schemas.routing import Variant
 
 logger = logging.getLogger(__name__)
 FALLBACK_VERSION = "fallback:trend-popularity"
@@ -32,6 +39,8 @@ TRITON_TIMEOUT = "triton_timeout"
 # The ranker answered, but not with scores: a wrong shape or dtype (the whole chunk, and the
 # breaker opens as for an outage) or a NaN/inf score (that user only).
 BAD_OUTPUT = "ranker_bad_output"
+# The reasons that are the model's own failure: what a variant (a canary) is judged on.
+MODEL_FAILURES = frozenset({TRITON_DOWN, TRITON_TIMEOUT, BAD_OUTPUT})
 
 
 @dataclass
@@ -39,6 +48,8 @@ class Ranked:
     scores: list[float]
     model_version: str
     reasons: list[str]
+    variant: str = ""  # the split's variant that answered ("" without a split)
+    registry_version: str = ""
 
 
 class Ranker:
@@ -51,44 +62,79 @@ class Ranker:
         metrics: WorkerMetrics,
     ) -> None:
         self.scorer = scorer
-        self.breaker = breaker
+        self.breaker = breaker  # Triton's default version's; each split version gets its own
+        self._version_breakers: dict[int, Breaker] = {}
         self.users_per_request = users_per_request
         self.popular_rank = {item: rank for rank, item in enumerate(popular)}
         self.metrics = metrics
 
-    async def rank(self, batch: PreparedBatch, late: frozenset[int] = frozenset()) -> list[Ranked]:
+    async def rank(
+        self,
+        batch: PreparedBatch,
+        late: frozenset[int] = frozenset(),
+        routing: RoutingView = NO_SPLIT,
+    ) -> list[Ranked]:
         """Each request's scores, in order; ``late`` positions get the fallback at once."""
         reqs = batch.requests
         out: list[Ranked | None] = [None] * len(reqs)
+        variants = [routing.variant(r.request.user_id) for r in reqs]
         for n in late:
-            out[n] = self._fallback(batch, [reqs[n]], DEADLINE_EXCEEDED)[0]
-        on_time = [n for n in range(len(reqs)) if n not in late]
-        parts = [[on_time[i] for i in p] for p in chunks(len(on_time), self.users_per_request)]
-        results = await asyncio.gather(*(self._chunk(batch, [reqs[n] for n in p]) for p in parts))
-        for part, ranked in zip(parts, results, strict=True):
+            out[n] = _labelled(self._fallback(batch, [reqs[n]], DEADLINE_EXCEEDED), variants[n])[0]
+        by_variant: dict[Variant | None, list[int]] = {}
+        for n in range(len(reqs)):
+            if n not in late:
+                by_variant.setdefault(variants[n], []).append(n)
+        parts = [
+            (variant, [positions[i] for i in p])
+            for variant, positions in by_variant.items()
+            for p in chunks(len(positions), self.users_per_request)
+        ]
+        results = await asyncio.gather(
+            *(self._chunk(batch, [reqs[n] for n in part], variant) for variant, part in parts)
+        )
+        for (_, part), ranked in zip(parts, results, strict=True):
             for n, result in zip(part, ranked, strict=True):
                 out[n] = result
         return [ranked for ranked in out if ranked is not None]
 
-    async def _chunk(self, batch: PreparedBatch, reqs: list[PreparedRequest]) -> list[Ranked]:
-        if not self.breaker.allows:
+    def _breaker(self, variant: Variant | None) -> Breaker:
+        if variant is None:
+            return self.breaker
+        if variant.version not in self._version_breakers:
+            self._version_breakers[variant.version] = self.breaker.fresh()
+        return self._version_breakers[variant.version]
+
+    async def _chunk(
+        self, batch: PreparedBatch, reqs: list[PreparedRequest], variant: Variant | None
+    ) -> list[Ranked]:
+        return _labelled(await self._score_chunk(batch, reqs, variant), variant)
+
+    async def _score_chunk(
+        self, batch: PreparedBatch, reqs: list[PreparedRequest], variant: Variant | None
+    ) -> list[Ranked]:
+        breaker = self._breaker(variant)
+        if not breaker.allows:
             return self._fallback(batch, reqs, TRITON_DOWN)
         self.metrics.inflight.inc()
         inputs = assemble([r.model_input for r in reqs])
         try:
-            scores, version = await self.scorer.score(inputs)
+            scores, version = await self.scorer.score(
+                inputs, None if variant is None else variant.version
+            )
         except RankerTimeout as exc:
-            self._failed(exc)
+            self._failed(exc, breaker)
             return self._fallback(batch, reqs, TRITON_TIMEOUT)
         except RankerUnavailable as exc:
-            self._failed(exc)
+            self._failed(exc, breaker)
             return self._fallback(batch, reqs, TRITON_DOWN)
         finally:
             self.metrics.inflight.dec()
         if problem := output_problem(scores, inputs[CAND_ITEMS].shape):
-            self._failed(RankerUnavailable(f"{version} answered {problem}"), "ranker_output")
+            self._failed(
+                RankerUnavailable(f"{version} answered {problem}"), breaker, "ranker_output"
+            )
             return self._fallback(batch, reqs, BAD_OUTPUT)
-        self.breaker.succeeded()
+        breaker.succeeded()
         self.metrics.up.labels("triton").set(1)
         per_user = split_scores(scores, [len(r.candidates) for r in reqs])
         return [
@@ -106,10 +152,10 @@ class Ranker:
         )  # fmt: skip
         return self._fallback(batch, [req], BAD_OUTPUT)[0]
 
-    def _failed(self, exc: Exception, component: str = "triton") -> None:
-        if self.breaker.allows:
+    def _failed(self, exc: Exception, breaker: Breaker, component: str = "triton") -> None:
+        if breaker.allows:
             logger.warning("ranker failed (%s); fallback ranking until it answers again", exc)
-        self.breaker.failed()
+        breaker.failed()
         self.metrics.errors.labels(component).inc()
         self.metrics.up.labels("triton").set(0)
 
@@ -124,6 +170,14 @@ class Ranker:
             ranks = [self.popular_rank.get(c.item_id) for c in req.candidates]
             out.append(Ranked(fallback_scores(trend, routes, ranks), FALLBACK_VERSION, [reason]))
         return out
+
+
+def _labelled(ranked: list[Ranked], variant: Variant | None) -> list[Ranked]:
+    if variant is not None:
+        for result in ranked:
+            result.variant = variant.name
+            result.registry_version = variant.registry_version
+    return ranked
 
 
 def recommendations(
@@ -156,6 +210,8 @@ def recommendations(
                 degraded=bool(reasons),
                 degraded_reasons=reasons,
                 trigger_features=req.trigger_features,
+                variant=result.variant,
+                registry_version=result.registry_version,
             )
         )
     return out

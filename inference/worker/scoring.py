@@ -35,7 +35,11 @@ _TRITON_DTYPES: dict[np.dtype[np.generic], str] = {
 
 
 class Scorer(Protocol):
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]: ...
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        """``(scores, "<model>:<version that answered>")``; ``version``: ask for that one."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -57,6 +61,10 @@ class Breaker:
 
     def succeeded(self) -> None:
         self._open_until = 0.0
+
+    def fresh(self) -> Breaker:
+        """A closed breaker with the same delay and clock (for another dependency)."""
+        return Breaker(self._retry_after_s, self._clock)
 
 
 # gRPC waits 1 s, then up to 120 s, between reconnects to a server that went away:
@@ -100,7 +108,9 @@ class TritonScorer:
         self._slots = asyncio.Semaphore(max_inflight)
         self.inflight = 0
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
         from tritonclient.utils import InferenceServerException  # type: ignore[import-untyped]
 
         request = []
@@ -122,6 +132,7 @@ class TritonScorer:
             result = await self._client.infer(
                 self._model,
                 request,
+                model_version="" if version is None else str(version),
                 outputs=[self._grpc.InferRequestedOutput(SCORES)],
                 # The model's queue policy drops the request once this budget
                 # is spent, instead of running work the worker gave up on.
@@ -143,8 +154,8 @@ class TritonScorer:
         scores = result.as_numpy(SCORES)
         if scores is None:
             raise RankerUnavailable("Triton's answer has no scores")
-        version = result.get_response().model_version or "unknown"
-        return scores.astype(np.float32, copy=False), f"{self._model}:{version}"
+        answered = result.get_response().model_version or "unknown"
+        return scores.astype(np.float32, copy=False), f"{self._model}:{answered}"
 
     async def close(self) -> None:
         await self._client.close()
@@ -174,7 +185,10 @@ class OnnxScorer:
         self._version = f"onnx:{served}:{manifest.get('created_at', 'unknown')}"
         self.inflight = 0
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        # One model in process: there is no other version to ask for.
         scores = await asyncio.to_thread(self._run, inputs)
         return scores, self._version
 
@@ -192,7 +206,9 @@ ROUTE_ORDER_VERSION = "none:route-order"
 class RouteOrderScorer:
     """No ranker: each candidate keeps its place in the recall merge (route priority first)."""
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
         users, candidates = inputs[CAND_ITEMS].shape
         order = -np.arange(candidates, dtype=np.float32)
         return np.tile(order, (users, 1)), ROUTE_ORDER_VERSION

@@ -99,6 +99,11 @@ class WorkerSettings(Settings):
     retry_after_ms: int = setting(
         1000, env="STREAMREC_WORKER_RETRY_AFTER_MS", help="skip a failed dependency this long"
     )
+    # The traffic split between model versions (schemas/routing.py) is re-read this often;
+    # a change applies within it, without a restart.
+    routing_poll_ms: int = setting(
+        1000, env="STREAMREC_WORKER_ROUTING_POLL_MS", help="re-read the traffic split (0 = off)"
+    )
     embedding_candidates: int = setting(
         40, env="STREAMREC_WORKER_EMBEDDING_CANDIDATES", help="recall: nearest items"
     )

@@ -30,9 +30,10 @@ from inference.worker.features import FeatureReader
 from inference.worker.instance import InstanceClaim, claim_instance
 from inference.worker.inventory import inventory_key
 from inference.worker.kafka_io import Polled, RecommendationSink, RequestStream
-from inference.worker.metrics import WorkerMetrics
+from inference.worker.metrics import NO_VARIANT, WorkerMetrics
 from inference.worker.prepare import BatchPreparer, PreparedBatch
-from inference.worker.rank import Ranker, recommendations
+from inference.worker.rank import MODEL_FAILURES, Ranker, recommendations
+from inference.worker.routing import NO_SPLIT, RoutingWatcher
 from inference.worker.scoring import (
     Breaker,
     OnnxScorer,
@@ -44,6 +45,7 @@ from inference.worker.settings import WorkerSettings
 from inference.worker.stuck import unless_stuck
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.records import Recommendation
+from schemas.routing import Routing, routing_key
 
 logger = logging.getLogger(__name__)
 
@@ -119,9 +121,37 @@ class Worker:
             settings.delivery_timeout_ms,
         )
         self.popular = artifacts.popular_items
+        self.routing = self._routing_watcher()
         self.scorer: Scorer | None = None
         # Set while a batch is being scored: the next batch keeps gathering meanwhile.
         self._scoring = threading.Event()
+
+    def _routing_watcher(self) -> RoutingWatcher | None:
+        if not self.settings.routing_poll_ms:
+            return None
+        client = redis_client(self.settings)
+        key = routing_key(self.settings.project, self.settings.triton_model)
+        # A version split needs Triton; the in-process scorers have one version only.
+        if self.settings.scorer != "triton":
+            return None
+
+        def read() -> bytes | None:
+            value: bytes | None = client.get(key)  # type: ignore[assignment]
+            return value
+
+        return RoutingWatcher(
+            read,
+            self.settings.routing_poll_ms,
+            self._routing_changed,
+        )
+
+    def _routing_changed(self, routing: Routing | None) -> None:
+        shares = self.metrics.routing_share
+        shares.clear()
+        for variant in routing.variants if routing is not None else []:
+            shares.labels(variant.name, str(variant.version), variant.registry_version).set(
+                variant.share_pct
+            )
 
     def _transactional_id(self) -> str:
         """The configured id, or this host's lowest free slot of the group's default ids."""
@@ -141,6 +171,8 @@ class Worker:
         self.ranker = Ranker(
             self.scorer, breaker, self.settings.users_per_request, self.popular, self.metrics
         )
+        if self.routing is not None:
+            self.routing.start()
         pending: asyncio.Task[None] | None = None
         try:
             while not stop.is_set():
@@ -185,7 +217,8 @@ class Worker:
             late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
             self._scoring.set()
             try:
-                ranked = await self.ranker.rank(prepared, late)
+                view = self.routing.view if self.routing is not None else NO_SPLIT
+                ranked = await self.ranker.rank(prepared, late, view)
             finally:
                 self._scoring.clear()
             self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
@@ -216,10 +249,13 @@ class Worker:
         m.requests.inc(len(polled.records))
         for _message, error in polled.refused:
             m.dead_letters.labels(error.kind).inc()
+        asked_at = {}
         for _, request in polled.records:
             m.end_to_end_seconds.observe(max(0, now - request.ts) / 1000)
+            asked_at[request.request_id] = request.ts
         for rec in recs:
             m.recommendations.labels(str(rec.degraded).lower()).inc()
+            self._count_variant(rec, (now - asked_at.get(rec.request_id, now)) / 1000)
             if rec.features_at is not None:
                 m.feature_age_seconds.observe(max(0, rec.produced_at - rec.features_at) / 1000)
             for reason in rec.degraded_reasons:
@@ -229,7 +265,22 @@ class Worker:
         self.stats.requests += len(polled.records)
         self.stats.refused += len(polled.refused)
 
+    def _count_variant(self, rec: Recommendation, seconds: float) -> None:
+        m, variant = self.metrics, rec.variant or NO_VARIANT
+        if not rec.degraded:
+            outcome = "ok"
+            for item in rec.items:
+                m.variant_scores.labels(variant).observe(item.score)
+        elif MODEL_FAILURES.intersection(rec.degraded_reasons):
+            outcome = "model_error"
+        else:
+            outcome = "degraded"
+        m.variant_answers.labels(variant, outcome).inc()
+        m.variant_seconds.labels(variant).observe(max(0.0, seconds))
+
     async def _close(self) -> None:
+        if self.routing is not None:
+            self.routing.stop()
         try:
             if self.scorer is not None:
                 await self.scorer.close()

@@ -17,24 +17,33 @@ from inference.worker.metrics import WorkerMetrics
 from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.rank import FALLBACK_VERSION, Ranker, recommendations
 from inference.worker.recall import Candidate
+from inference.worker.routing import RoutingView
 from inference.worker.scoring import Breaker, Inputs
 from schemas.codec import recommendation_codec
 from schemas.ranking import CAND_ITEMS
 from schemas.records import Recommendation, RecRequest
+from schemas.routing import Routing, Variant
 
 
 class FakeScorer:
     """Scores = candidate index / 100; or raises ``error``. Records the batch sizes seen."""
 
-    def __init__(self, error: Exception | None = None) -> None:
+    def __init__(self, error: Exception | dict[int, Exception] | None = None) -> None:
         self.error = error
         self.calls: list[int] = []
+        self.versions: list[int | None] = []
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
         self.calls.append(len(inputs[CAND_ITEMS]))
-        if self.error is not None:
+        self.versions.append(version)
+        if isinstance(self.error, dict):  # version -> the error that version raises
+            if version is not None and (failure := self.error.get(version)) is not None:
+                raise failure
+        elif self.error is not None:
             raise self.error
-        return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:3"
+        return inputs[CAND_ITEMS].astype(np.float32) / 100, f"ranker:{version or 3}"
 
     async def close(self) -> None:
         return None
@@ -114,7 +123,9 @@ class ScriptedScorer(FakeScorer):
         super().__init__()
         self.make = make
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
         self.calls.append(len(inputs[CAND_ITEMS]))
         return self.make(inputs), "ranker:3"
 
@@ -156,3 +167,37 @@ def test_a_non_finite_score_gives_that_user_the_fallback_and_keeps_the_others() 
     for rec in recs:
         encoded = json.loads(recommendation_codec().encode(rec))
         assert all(isinstance(item["score"], float) for item in encoded["items"])
+
+
+def split(shares: dict[str, tuple[int, float]]) -> RoutingView:
+    variants = [Variant(name, version, share) for name, (version, share) in shares.items()]
+    return RoutingView(Routing("ranker", variants, revision=1, updated_at=1_700_000_000_000))
+
+
+def test_each_variant_is_scored_by_its_own_version_and_named_in_the_answer() -> None:
+    scorer = FakeScorer()
+    prepared = batch(40)
+    routing = split({"canary": (5, 50.0), "champion": (4, 50.0)})
+    ranker = Ranker(scorer, Breaker(60), 8, (10,), WorkerMetrics())
+    ranked = asyncio.run(ranker.rank(prepared, routing=routing))
+    recs = recommendations(prepared, ranked, max_per_category=3, now_ms=1_700_000_000_001)
+    assert set(scorer.versions) == {4, 5}  # never the unversioned default
+    for rec in recs:
+        expected = routing.variant(rec.user_id)
+        assert expected is not None and rec.variant == expected.name
+        assert rec.model_version == f"ranker:{expected.version}"
+    assert {rec.variant for rec in recs} == {"canary", "champion"}
+    assert json.loads(recommendation_codec().encode(recs[0]))["variant"] == recs[0].variant
+
+
+def test_a_failing_canary_leaves_the_champions_users_on_the_ranker() -> None:
+    scorer = FakeScorer({5: RankerUnavailable("canary down")})
+    prepared = batch(40)
+    routing = split({"canary": (5, 50.0), "champion": (4, 50.0)})
+    ranker = Ranker(scorer, Breaker(60), 4, (10,), WorkerMetrics())
+    for _ in range(2):  # the second batch finds the canary's breaker open, not the champion's
+        ranked = asyncio.run(ranker.rank(prepared, routing=routing))
+        recs = recommendations(prepared, ranked, max_per_category=3, now_ms=1_700_000_000_001)
+        for rec in recs:
+            assert rec.degraded == (rec.variant == "canary"), rec
+        assert not any(rec.degraded for rec in recs if rec.variant == "champion")

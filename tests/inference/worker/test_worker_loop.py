@@ -24,6 +24,7 @@ from inference.worker.kafka_io import Polled
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.recall import Candidate
+from inference.worker.routing import RoutingWatcher
 from inference.worker.scoring import Inputs
 from inference.worker.settings import WorkerSettings
 from inference.worker.stuck import CallClock
@@ -31,6 +32,7 @@ from inference.worker.worker import Stats, Worker
 from schemas.codec import wall_clock_ms
 from schemas.ranking import CAND_ITEMS
 from schemas.records import Recommendation, RecRequest
+from schemas.routing import Routing, Variant, encode, variant_of
 
 
 class MemoryStream:
@@ -80,7 +82,9 @@ class MemorySink:
 class SlowScorer:
     """Scores = candidate id / 100, after a pause long enough for the next poll to happen."""
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
         await asyncio.sleep(0.05)
         return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:1"
 
@@ -122,6 +126,7 @@ def memory_worker(
     worker.sink = MemorySink()  # type: ignore[assignment]
     worker.popular = (10,)
     worker.scorer = None
+    worker.routing = None
     worker._scoring = threading.Event()
     worker._instance = None  # the transactional id is given ("t"): no slot claimed
     return worker, stop
@@ -183,9 +188,11 @@ class CountingScorer(SlowScorer):
     def __init__(self) -> None:
         self.calls = 0
 
-    async def score(self, inputs: Inputs) -> tuple[npt.NDArray[np.float32], str]:
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
         self.calls += 1
-        return await super().score(inputs)
+        return await super().score(inputs, version)
 
 
 @pytest.mark.parametrize(("age_ms", "late"), [(5_000, True), (10, False)])
@@ -204,3 +211,32 @@ def test_requests_past_the_deadline_are_answered_by_the_fallback_flagged(
     expected = ["deadline_exceeded"] if late else []
     assert all(r.degraded_reasons == expected and r.items for r in recs)
     assert scorer.calls == (0 if late else 1)
+
+
+def test_each_answer_names_its_variant_and_the_variants_are_counted_apart(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    worker, stop = memory_worker([requests("a", 40)], exactly_once=False)
+    variants = [Variant("b", 2, 50.0, "streamrec-ranker/9"), Variant("a", 1, 50.0, "r/8")]
+    split = Routing("ranker_python", variants, 1, 1_700_000_000_000)
+    raw = encode(split)
+    worker.routing = RoutingWatcher(lambda: raw, 60_000, worker._routing_changed)
+    asyncio.run(worker.run(stop))
+    assert isinstance(worker.sink, MemorySink)
+    recs = worker.sink.recommendations
+    assert {r.variant for r in recs} == {"a", "b"}
+    for rec in recs:
+        variant = variant_of(split, rec.user_id)
+        assert (rec.variant, rec.registry_version) == (variant.name, variant.registry_version)
+    registry = worker.metrics.registry
+    for name in ("a", "b"):
+        answered = registry.get_sample_value(
+            "streamrec_worker_variant_answers_total", {"variant": name, "outcome": "ok"}
+        )
+        assert answered == sum(r.variant == name for r in recs)
+    share = registry.get_sample_value(
+        "streamrec_worker_routing_share",
+        {"variant": "b", "version": "2", "registry_version": "streamrec-ranker/9"},
+    )
+    assert share == 50.0
