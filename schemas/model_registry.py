@@ -347,6 +347,14 @@ class RegistryClient:
         payload = {"name": name, "alias": alias, "version": version}
         self._call("POST", "registered-models/alias", payload)
 
+    def set_model_version_tag(self, name: str, version: str, key: str, value: str) -> None:
+        payload = {"name": name, "version": version, "key": key, "value": value}
+        self._call("POST", "model-versions/set-tag", payload)
+
+    def model_version_tags(self, name: str, version: str) -> dict[str, str]:
+        found = self._call("GET", "model-versions/get", query={"name": name, "version": version})
+        return {t["key"]: t["value"] for t in found["model_version"].get("tags", [])}
+
     def get_model_version(self, name: str, version: str) -> ModelVersion:
         found = self._call("GET", "model-versions/get", query={"name": name, "version": version})
         return _version(found["model_version"])

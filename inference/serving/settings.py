@@ -14,6 +14,7 @@ from schemas.settings import (
     MODEL_DIR_ENV,
     STACK_HOME_ENV,
     Settings,
+    redis_url_setting,
     setting,
     stack_home,
 )
@@ -69,6 +70,8 @@ class ServingSettings(Settings):
     tls_ca: str = setting(
         "", env=TLS_CA_ENV, help="CA file trusted for an https:// endpoint", shown="system CAs"
     )
+    # The canary writes the traffic split where the workers read it (schemas/routing.py).
+    redis_url: str = redis_url_setting()
 
     def __post_init__(self) -> None:
         if not 0 < self.http_port < 65536:

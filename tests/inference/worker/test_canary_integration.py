@@ -1,0 +1,181 @@
+"""Two versions side by side on the real stack: the traffic split, and the canary that
+rolls a failing version back and promotes a good one (Kafka, Redis, Triton, a worker)."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from inference.serving import repository
+from inference.serving.canary_run import Canary, Plan, RoutingStore
+from inference.serving.control import TritonControl
+from inference.serving.worker_metrics import scrape
+from schemas.codec import wall_clock_ms
+from schemas.kafka import KafkaSettings
+from schemas.records import RecRequest
+from schemas.routing import Routing, Variant, encode, routing_key, variant_of
+from tests.conftest import TritonServer
+from tests.inference.worker.conftest import StartWorker
+from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
+from tests.inference.worker.world import World
+from tests.support.bad_model import nan_at_traffic_shapes
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+SPLIT_REQUESTS = 4000
+
+
+@pytest.fixture
+def versions(triton: TritonServer, world: World, tmp_path: Path) -> Iterator[tuple[int, int, int]]:
+    """The world's model as champion, again as a good canary (same weights), and broken
+    (:mod:`tests.support.bad_model`); Triton and the shared repository left as found."""
+    model, model_dir = triton.model, triton.repository / triton.model
+    control = TritonControl(triton.http_url)
+    served_before = control.ready_versions(model)
+    config_before = (model_dir / repository.CONFIG).read_text()
+    bad_dir = nan_at_traffic_shapes(world.model_dir, tmp_path / "bad")
+    published = [
+        repository.publish(source, triton.repository, [model])
+        for source in (world.model_dir, world.model_dir, bad_dir)
+    ]
+    champion, good, bad = published
+    control.load(model, repository.with_versions(repository.read_config(model_dir), [champion]))
+    try:
+        yield champion, good, bad
+    finally:
+        config = repository.read_config(model_dir)
+        control.load(model, repository.with_versions(config, served_before))
+        (model_dir / repository.CONFIG).write_text(config_before)
+        for number in published:
+            shutil.rmtree(model_dir / str(number), ignore_errors=True)
+
+
+def requests(users: range, prefix: str) -> list[RecRequest]:
+    now = wall_clock_ms()
+    return [RecRequest(f"{prefix}-{u}", u, now, k=10) for u in users]
+
+
+def test_a_fifty_fifty_split_holds_and_every_answer_names_its_variant(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world_project: str,
+    redis_client: redis.Redis,
+    start_worker: StartWorker,
+    versions: tuple[int, int, int],
+) -> None:
+    champion, good, _ = versions
+    control = TritonControl(triton.http_url)
+    model_dir = triton.repository / triton.model
+    control.load(
+        triton.model, repository.with_versions(repository.read_config(model_dir), [champion, good])
+    )
+    split = Routing(
+        triton.model, [Variant("b", good, 50.0), Variant("a", champion, 50.0)], 1, wall_clock_ms()
+    )
+    key = routing_key(world_project, triton.model)
+    redis_client.set(key, encode(split))
+    topics = WorkerTopics.create(kafka)
+    worker = start_worker(topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000")
+    reader = OutputReader(kafka, topics.output)
+    try:
+        asked = requests(range(1, SPLIT_REQUESTS + 1), "split")
+        produce(kafka, topics.requests, asked)
+        reader.read_until(len(asked), timeout_s=300)
+        recs = reader.recommendations()
+    finally:
+        reader.close()
+        redis_client.delete(key)
+    assert len({r.request_id for r in recs}) == len(asked), worker.output()[-2000:]
+    for rec in recs:
+        variant = variant_of(split, rec.user_id)
+        assert rec.variant == variant.name
+        assert rec.model_version == f"{triton.model}:{variant.version}", rec
+        assert not rec.degraded, rec.degraded_reasons
+    share = Counter(r.variant for r in recs)["a"] / len(recs)
+    assert abs(share - 0.5) < 0.02
+
+
+class Stream(threading.Thread):
+    """Requests at ``rate`` per second, unique ids, users cycling over ``users``."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str, users: range, rate: float) -> None:
+        super().__init__(daemon=True)
+        self.kafka, self.topic, self.users, self.rate = kafka, topic, users, rate
+        self.sent = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        cycle = itertools.cycle(self.users)
+        while not self.stopping.wait(1 / self.rate * 10):
+            now = wall_clock_ms()
+            batch = [RecRequest(f"s-{self.sent + i}", next(cycle), now, k=10) for i in range(10)]
+            produce(self.kafka, self.topic, batch)
+            self.sent += len(batch)
+
+    def stop(self) -> int:
+        self.stopping.set()
+        self.join()
+        return self.sent
+
+
+def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world_project: str,
+    redis_client: redis.Redis,
+    start_worker: StartWorker,
+    versions: tuple[int, int, int],
+) -> None:
+    champion, good, bad = versions
+    model_dir = triton.repository / triton.model
+    control = TritonControl(triton.http_url)
+    topics = WorkerTopics.create(kafka)
+    worker = start_worker(
+        topics, triton=(triton.grpc_url, triton.model), triton_timeout_ms="20000",
+        routing_poll_ms="200",
+    )  # fmt: skip
+    metrics_url = f"http://127.0.0.1:{worker.env['STREAMREC_WORKER_METRICS_PORT']}"
+    key = routing_key(world_project, triton.model)
+    canary = Canary(
+        [control], model_dir, RoutingStore(redis_client, key), lambda: scrape([metrics_url])
+    )
+    plan = Plan(steps=(25, 100), hold_s=8.0, poll_s=0.5, settle_s=1.0)
+    stream = Stream(kafka, topics.requests, range(1, 2001), rate=60)
+    reader = OutputReader(kafka, topics.output)
+    stream.start()
+    try:
+        reader.read_until(100, timeout_s=120)  # the worker answers before the canary starts
+        began = time.monotonic()
+        rolled_back = canary.run(bad, plan)
+        assert time.monotonic() - began < plan.settle_s + plan.hold_s + 10
+        assert not rolled_back.promoted and rolled_back.breach is not None
+        assert rolled_back.breach.check == "errors", rolled_back.timeline
+        assert rolled_back.rollback_s is not None and rolled_back.rollback_s < plan.hold_s
+        assert control.ready_versions(triton.model) == [champion]
+        assert redis_client.get(key) is None
+
+        promoted = canary.run(good, plan)
+        assert promoted.promoted and promoted.breach is None, promoted.timeline
+        assert control.ready_versions(triton.model) == [good]
+        assert repository.pinned_versions(model_dir) == [good]
+        assert redis_client.get(key) is None
+        sent = stream.stop()
+        reader.read_until(sent, timeout_s=120, settle_s=1.0)
+        recs = reader.recommendations()
+    finally:
+        stream.stopping.set()
+        reader.close()
+        redis_client.delete(key)
+    assert {r.request_id for r in recs} == {f"s-{n}" for n in range(sent)}
+    failed = Counter((r.variant, r.degraded) for r in recs)
+    assert failed[("canary", True)] > 0  # the bad canary did reach its users...
+    outside = [r for r in recs if r.degraded and r.variant != "canary"]
+    assert outside == [], outside[:3]  # ...and nobody else
+    assert {r.model_version for r in recs[-50:]} == {f"{triton.model}:{good}"}
