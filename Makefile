@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status test test-unit fuzz faults chaos soak security-check flake-check lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e bench-sla eval-online
 
@@ -64,6 +64,9 @@ chaos: $(STAMP) ## the fault suite end to end under load (CHAOS_ARGS for flags; 
 SECURITY_EVENTS ?= 2000
 security-check: $(STAMP) ## the secured stack end to end, then every way in that must fail (SECURITY.md); ends with RESULT
 	$(PY) -m tests.security --events $(SECURITY_EVENTS)
+
+canary-check: $(STAMP) ## a 50/50 split, a good and a bad canary under a request stream, MLflow as registry; ends with RESULT
+	$(PY) -m tests.canary.check $(CANARY_ARGS)
 
 MINUTES ?= 30
 soak: $(STAMP) ## the whole pipeline MINUTES long with kills, memory sampled every 30 s; ends with RESULT

@@ -355,6 +355,13 @@ class RegistryClient:
         found = self._call("GET", "model-versions/get", query={"name": name, "version": version})
         return {t["key"]: t["value"] for t in found["model_version"].get("tags", [])}
 
+    def search_versions(self, name: str) -> list[ModelVersion]:
+        """Every version of the registered model ``name`` (one page: up to 1,000)."""
+        escaped = name.replace("'", "\\'")
+        query = {"filter": f"name='{escaped}'", "max_results": "1000"}
+        found = self._call("GET", "model-versions/search", query=query)
+        return [_version(v) for v in found.get("model_versions", [])]
+
     def get_model_version(self, name: str, version: str) -> ModelVersion:
         found = self._call("GET", "model-versions/get", query={"name": name, "version": version})
         return _version(found["model_version"])
