@@ -71,7 +71,7 @@ def _minus(now: Buckets, before: Buckets) -> Buckets:
 
 @dataclass(frozen=True)
 class Breach:
-    check: str  # errors, latency, scores: the label the canary-breach alert carries
+    check: str  # error_rate, latency_p99, score_shift: the canary-breach alert's label
     detail: str
 
     def __str__(self) -> str:
@@ -120,7 +120,7 @@ def judge(canary: VariantFigures, champion: VariantFigures, guards: Guards) -> B
     if canary.total and canary.model_errors / canary.total > guards.max_error_rate:
         rate = canary.model_errors / canary.total
         return Breach(
-            "errors",
+            "error_rate",
             f"{canary.model_errors:g} of {canary.total:g} answers failed by the model "
             f"({rate:.2%} > {guards.max_error_rate:.2%})",
         )
@@ -129,7 +129,7 @@ def judge(canary: VariantFigures, champion: VariantFigures, guards: Guards) -> B
         over_base = math.isnan(base) or p99 > base * guards.latency_margin
         if p99 > guards.max_p99_s and over_base:
             return Breach(
-                "latency",
+                "latency_p99",
                 f"p99 {p99 * 1000:g} ms > {guards.max_p99_s * 1000:g} ms "
                 f"(champion {base * 1000:g} ms)",
             )
@@ -137,7 +137,7 @@ def judge(canary: VariantFigures, champion: VariantFigures, guards: Guards) -> B
     if min(scored) >= guards.min_scores:
         shift = psi(champion.scores, canary.scores)
         if shift > guards.max_score_psi:
-            return Breach("scores", f"score PSI {shift:.3f} > {guards.max_score_psi}")
+            return Breach("score_shift", f"score PSI {shift:.3f} > {guards.max_score_psi}")
     return None
 
 

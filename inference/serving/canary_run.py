@@ -33,6 +33,7 @@ import redis
 
 from inference.serving import repository
 from inference.serving.canary import Breach, Guards, VariantFigures, judge, summary
+from inference.serving.canary_metrics import CanaryMetrics
 from inference.serving.control import TritonControl, check_version
 from inference.serving.errors import RolloutError, ServingError
 from schemas.model_files import MANIFEST_FILE
@@ -98,8 +99,10 @@ class Canary:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         say: Callable[[str], None] = print,
+        metrics: CanaryMetrics | None = None,
     ) -> None:
         self.tritons, self.model_dir, self.store = tritons, model_dir, store
+        self.metrics = metrics or CanaryMetrics()
         self.figures, self.registry = figures, registry
         self.clock, self.sleep, self._say = clock, sleep, say
         self.model = model_dir.name
@@ -112,6 +115,7 @@ class Canary:
             raise RolloutError(f"{self.model} already serves version {target}")
         outcome = Outcome(champion, target)
         self._outcome = outcome
+        self.metrics.started(self.model, champion, target)
         self._load([champion, target])
         try:
             for endpoint in self.tritons:
@@ -167,6 +171,7 @@ class Canary:
 
     def _hold(self, step: float, plan: Plan) -> Breach | None:
         self._route(step, f"canary step {step:g}%")
+        self.metrics.stepped(self.model, self._outcome.champion, self._outcome.canary, step)
         self.say(f"canary {self._outcome.canary} at {step:g}% of users")
         self.sleep(plan.settle_s)
         base = self.figures()
@@ -187,7 +192,9 @@ class Canary:
         seen = self.clock()
         o = self._outcome
         o.breach = breach
+        self.metrics.breached(self.model, o.champion, o.canary, breach.check)
         self._route(0.0, f"rolled back: {breach}")
+        self.metrics.stepped(self.model, o.champion, o.canary, 0.0)
         self.say(f"all users back on {o.champion}")
         self.sleep(plan.settle_s)  # requests routed before the change finish first
         self._load([o.champion])

@@ -6,17 +6,20 @@ import argparse
 import json
 import logging
 import sys
+import time
 from collections.abc import Sequence
 
 import redis
 
 from inference.serving import control, repository
 from inference.serving.canary import Guards, parse_duration_s, parse_steps
+from inference.serving.canary_metrics import CanaryMetrics
 from inference.serving.canary_run import Canary, Outcome, Plan, RoutingStore
 from inference.serving.errors import RolloutError, ServingError
 from inference.serving.registered import publish_registered
 from inference.serving.settings import MODELS, ServingSettings
 from inference.serving.worker_metrics import scrape
+from schemas.metrics_server import serve_registry
 from schemas.model_registry import DEFAULT_TRACKING_URI, RegistryClient, is_model_uri, tracking_uri
 from schemas.redact import install_redaction
 from schemas.routing import routing_key
@@ -108,6 +111,19 @@ def add_canary(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     canary.add_argument("--max-p99-ms", type=float, default=guards.max_p99_s * 1000)
     canary.add_argument("--max-score-psi", type=float, default=guards.max_score_psi)
     canary.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        help="serve streamrec_canary_breach/_share on this port while running (0 = off)",
+    )
+    canary.add_argument("--metrics-host", default="127.0.0.1", help="address --metrics-port binds")
+    canary.add_argument(
+        "--linger",
+        default="120s",
+        help="with --metrics-port: keep serving this long after a rollback, so the "
+        "breach alert (for: 1m) fires",
+    )
+    canary.add_argument(
         "--registry",
         default=None,
         help="MLflow tracking URI for the alias and the outcome's tags (default: "
@@ -149,16 +165,25 @@ def run_canary(args: argparse.Namespace, settings: ServingSettings) -> Outcome:
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
     store = RoutingStore(client, routing_key(PROJECT, settings.model))
     registry = RegistryClient(registry_uri) if registry_uri else None
+    metrics = CanaryMetrics()
+    server = serve_registry(metrics.registry, args.metrics_port, args.metrics_host)
     try:
-        return Canary(
+        outcome = Canary(
             tritons,
             settings.repository / settings.model,
             store,
             lambda: scrape(workers),
             registry,
+            metrics=metrics,
         ).run(int(target), plan)
+        if server is not None and outcome.breach is not None:
+            time.sleep(parse_duration_s(args.linger))
+        return outcome
     except redis.RedisError as error:
         raise ServingError(f"routing key in {settings.redis_url}: {error}") from None
+    finally:
+        if server is not None:
+            server.shutdown()
 
 
 def run(argv: Sequence[str] | None = None) -> int:

@@ -73,12 +73,14 @@ def _family_labels(registry: CollectorRegistry, name: str) -> set[str]:
 
 
 def exported_series() -> dict[str, frozenset[str]]:
-    """Our processes' series (worker and drift job), with their labels."""
+    """Our processes' series (worker, drift job, canary controller), with their labels."""
+    from inference.serving.canary_metrics import CanaryMetrics
     from inference.worker.metrics import WorkerMetrics
     from jobs.drift.metrics import DriftMetrics
 
     series = registry_series(WorkerMetrics().registry)
     series.update(registry_series(DriftMetrics().registry))
+    series.update(registry_series(CanaryMetrics().registry))
     return series
 
 

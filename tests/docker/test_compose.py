@@ -23,6 +23,7 @@ SCHEMA = Path(__file__).parent / "schemas" / "compose-spec.json"
 EXPECTED_SERVICES = {
     "kafka", "redis", "flink-jobmanager", "flink-taskmanager", "feature-job",
     "feature-writer", "triton", "worker", "drift", "prometheus", "grafana", "alertmanager",
+    "canary",
 }  # fmt: skip
 # Mount sources that are generated, not committed: the ranker's artifacts (make train).
 GENERATED_MOUNTS = {"../.cache/ranker"}
@@ -137,7 +138,7 @@ def test_redis_asks_for_the_password_its_clients_send(services: dict[str, Any]) 
     password = command[command.index("--requirepass") + 1]
     assert password.startswith("${STREAMREC_REDIS_PASSWORD:?")
     clients = [n for n, s in services.items() if "STREAMREC_REDIS_URL" in s.get("environment", {})]
-    assert set(clients) == {"feature-writer", "worker"}
+    assert set(clients) == {"feature-writer", "worker", "canary"}
     for name in clients:
         url = services[name]["environment"]["STREAMREC_REDIS_URL"]
         assert url == f"redis://:{password}@redis:{code_ports()['redis']}/0", name

@@ -43,14 +43,14 @@ def figures(ok: float, errors: float = 0, latency: list[float] | None = None,
 
 def test_one_model_error_in_the_first_answers_breaches() -> None:
     breach = judge(figures(ok=30, errors=1), figures(ok=300), Guards())
-    assert breach is not None and breach.check == "errors"
+    assert breach is not None and breach.check == "error_rate"
 
 
 def test_a_slow_canary_breaches_but_a_box_that_slows_both_does_not() -> None:
     slow = figures(ok=100, latency=[0, 0, 0, 100, 0])  # every answer within 100 ms, over 50
     fast = figures(ok=1000, latency=[1000, 0, 0, 0, 0])
     breach = judge(slow, fast, Guards())
-    assert breach is not None and breach.check == "latency"
+    assert breach is not None and breach.check == "latency_p99"
     assert judge(slow, slow, Guards()) is None
 
 
@@ -67,7 +67,7 @@ def test_a_shifted_score_distribution_breaches() -> None:
     high[15] = 500
     assert judge(figures(ok=50, scores=low), figures(ok=50, scores=low), Guards()) is None
     breach = judge(figures(ok=50, scores=high), figures(ok=50, scores=low), Guards())
-    assert breach is not None and breach.check == "scores"
+    assert breach is not None and breach.check == "score_shift"
 
 
 def test_quantile_is_the_bucket_bound_and_psi_is_zero_for_equal_shapes() -> None:

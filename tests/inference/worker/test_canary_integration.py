@@ -156,7 +156,7 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
         rolled_back = canary.run(bad, plan)
         assert time.monotonic() - began < plan.settle_s + plan.hold_s + 10
         assert not rolled_back.promoted and rolled_back.breach is not None
-        assert rolled_back.breach.check == "errors", rolled_back.timeline
+        assert rolled_back.breach.check == "error_rate", rolled_back.timeline
         assert rolled_back.rollback_s is not None and rolled_back.rollback_s < plan.hold_s
         assert control.ready_versions(triton.model) == [champion]
         assert redis_client.get(key) is None
