@@ -12,13 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from jobs.datasets.audit import RowAudit
+from jobs.datasets.events_log import read_events_log
 from jobs.datasets.movielens import read_movielens
 from jobs.datasets.taobao import read_taobao
 from schemas.records import BehaviorEvent
 
 __all__ = ["DATASETS", "RowAudit", "data_dir", "default_path", "read_dataset"]
 
-DATASETS = ("taobao", "taobao-9days", "movielens")
+# "events": the events topic's records as jobs.retrain exports them (no default file).
+DATASETS = ("taobao", "taobao-9days", "movielens", "events")
 
 # Paths below the data folder; `taobao` is the time-ordered stream used for replay.
 _DEFAULT_FILES = {
@@ -37,6 +39,8 @@ def data_dir() -> Path:
 
 
 def default_path(dataset: str) -> Path:
+    if dataset not in _DEFAULT_FILES:
+        raise FileNotFoundError(f"{dataset} has no default file: pass --file")
     return data_dir() / _DEFAULT_FILES[dataset]
 
 
@@ -51,4 +55,6 @@ def read_dataset(dataset: str, path: Path | None, audit: RowAudit) -> Iterator[B
         return read_movielens(source, audit)
     if dataset in ("taobao", "taobao-9days"):
         return read_taobao(source, audit)
+    if dataset == "events":
+        return read_events_log(source, audit)
     raise ValueError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")

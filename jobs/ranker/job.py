@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from jobs.ranker.against import against
 from jobs.ranker.artifacts import (
     MANIFEST,
     METRICS,
@@ -196,6 +197,16 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
         write_model_files(staging, model, split.catalog)
         variants = compare_variants(staging, split.held_out, settings.threads)
         served = choose_served(variants)
+        extra: dict[str, Any] = {}
+        if settings.baseline is not None:
+            theirs = against(
+                settings.baseline, split.held_out, split.catalog.vocab, settings.threads
+            )
+            extra["against"] = {**theirs, "beaten": served.auc > theirs["auc"]}
+            report(
+                f"baseline {settings.baseline}: auc {theirs['auc']:.4f} on the same rows, "
+                f"this model's served variant {served.auc:.4f}"
+            )
         metrics = {
             "dataset": settings.dataset,
             "seed": settings.seed,
@@ -211,6 +222,7 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
             "train_loss": losses,
             "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - started,
+            **extra,
         }
         write_json(staging / METRICS, metrics)
         write_json(

@@ -95,6 +95,12 @@ class TrainSettings(Settings):
         "serving fresh view holds them (0 = the last 50 of the whole history)",
     )
     threads: int = setting(2, env="STREAMREC_TRAIN_THREADS", help="PyTorch and ONNX threads")
+    # The retraining loop passes the champion: a candidate must beat it on these rows.
+    baseline: Path | None = setting(
+        None,
+        env="STREAMREC_TRAIN_BASELINE",
+        help="a model directory scored on the same held-out rows (metrics.json: against)",
+    )
     # Also on whenever MLFLOW_TRACKING_URI is set (jobs/ranker/registry.py).
     register: bool = setting(
         False,
