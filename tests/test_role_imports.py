@@ -40,6 +40,8 @@ ROLES = {
     "serving": Role("inference.serving", ("serving",)),
     "train": Role("jobs.ranker", ("train",)),
     "replay": Role("jobs.replay", ()),
+    # Trains and canaries in processes of their own: an install of it holds both roles.
+    "retrain": Role("jobs.retrain", ("train", "serving")),
     # The stack manager starts Flink from the apache-flink wheel: it needs that extra.
     "stack": Role("jobs.localstack", ("flink",)),
 }
