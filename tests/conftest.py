@@ -79,6 +79,25 @@ def topic_factory(kafka: KafkaSettings, request: pytest.FixtureRequest) -> Topic
     return create
 
 
+@pytest.fixture(scope="session")
+def mlflow_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real MLflow tracking server (the stack's service) on a free port; its URI.
+
+    Its venv is made once under the cache folder (minutes on a fresh clone), then reused.
+    """
+    settings = StackSettings(
+        home=tmp_path_factory.mktemp("mlflow-stack"),
+        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+        mlflow_port=free_port(),
+    )
+    stack = Stack(settings)
+    stack.up(["mlflow"], timeout_s=120)
+    try:
+        yield stack.exports(["mlflow"])["MLFLOW_TRACKING_URI"]
+    finally:
+        stack.down(["mlflow"])
+
+
 # --- Triton: the real tritonserver on free ports, serving a temporary model repository ---
 
 

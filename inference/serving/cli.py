@@ -23,7 +23,6 @@ from schemas.metrics_server import serve_registry
 from schemas.model_registry import DEFAULT_TRACKING_URI, RegistryClient, is_model_uri, tracking_uri
 from schemas.redact import install_redaction
 from schemas.routing import routing_key
-from schemas.views import PROJECT
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -163,7 +162,7 @@ def run_canary(args: argparse.Namespace, settings: ServingSettings) -> Outcome:
     ]
     workers = [u.strip() for u in args.worker_metrics.split(",") if u.strip()]
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
-    store = RoutingStore(client, routing_key(PROJECT, settings.model))
+    store = RoutingStore(client, routing_key(settings.project, settings.model))
     registry = RegistryClient(registry_uri) if registry_uri else None
     metrics = CanaryMetrics()
     server = serve_registry(metrics.registry, args.metrics_port, args.metrics_host)

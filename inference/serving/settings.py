@@ -18,6 +18,7 @@ from schemas.settings import (
     setting,
     stack_home,
 )
+from schemas.views import PROJECT
 
 # The committed layout: config.pbtxt per model and the python backend's model.py.
 TEMPLATE_REPOSITORY = Path(__file__).resolve().parents[1] / "model_repository"
@@ -70,8 +71,12 @@ class ServingSettings(Settings):
     tls_ca: str = setting(
         "", env=TLS_CA_ENV, help="CA file trusted for an https:// endpoint", shown="system CAs"
     )
-    # The canary writes the traffic split where the workers read it (schemas/routing.py).
+    # The canary writes the traffic split where the workers read it (schemas/routing.py):
+    # in their Redis, under their Feast project (the workers' own variable).
     redis_url: str = redis_url_setting()
+    project: str = setting(
+        PROJECT, env="STREAMREC_WORKER_PROJECT", help="the workers' Feast project (routing key)"
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.http_port < 65536:

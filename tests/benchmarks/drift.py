@@ -9,7 +9,14 @@ real Kafka and the real drift job (consumer, windows, Evidently, alerts):
 1. the unchanged changelog: every check should say ``ok``;
 2. the changelog with both shifts of :mod:`tests.support.drift_shift` injected
    (category mix, longer sequences): every check should flag exactly the four
-   columns the shifts move.
+   columns the shifts move;
+3. the closed loop (``--no-closed-loop`` skips it): both runs go through the Kafka
+   of the lifecycle stack (:mod:`tests.canary.lifecycle`), whose worker serves the
+   trained ranker; the shifted run's alerts then drive ``jobs.retrain``, which
+   retrains on the category-swapped events, registers the candidate and canaries it
+   if it beats the champion (:mod:`tests.benchmarks.drift_loop`). The timeline is
+   printed, and the RESULT line adds ``retrain_runs``, ``candidate_registered``,
+   ``candidate_auc``, ``champion_auc`` and ``canary`` (how the run ended).
 
 ``RESULT`` counts: ``unshifted_checks`` and ``shifted_checks`` (judged checks
 per run), ``unshifted_alerts`` (checks with status drift in run 1),
@@ -31,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.datasets import RowAudit, read_dataset
+from jobs.demo.services import ensure_model
 from jobs.drift.check import CheckResult
 from jobs.drift.cli import build_loop
 from jobs.drift.columns import COLUMN_NAMES
@@ -39,6 +47,8 @@ from jobs.drift.reference_cli import DEFAULT_MAX_ROWS
 from jobs.drift.settings import DriftSettings
 from schemas.features import FeatureUpdate
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from schemas.settings import DEFAULT_MODEL_DIR
+from tests.benchmarks.drift_loop import LoopOutcome, closed_loop, shifted_events
 from tests.benchmarks.report import (
     BenchmarkFailure,
     fail,
@@ -46,6 +56,8 @@ from tests.benchmarks.report import (
     require_checks,
     result_line,
 )
+from tests.canary.lifecycle import lifecycle
+from tests.conftest import REPO_ROOT
 from tests.jobs.drift.streams import produce_changelog
 from tests.support.drift_shift import Shift, category_swap, shift_rows
 from tests.support.kafka_session import kafka_for_run
@@ -57,6 +69,7 @@ class WatchOutcome:
     rows: int
     seconds: float
     check_seconds: float  # of ``seconds``, the time spent in checks (Evidently, report, publish)
+    alerts_topic: str = ""
 
     @property
     def consume_rate(self) -> float:
@@ -101,7 +114,7 @@ def watch(
     # The idle wait at the end is not work: leave it out of the rate.
     elapsed = time.monotonic() - started - 5.0
     checking = loop.metrics.registry.get_sample_value("streamrec_drift_check_seconds_sum") or 0.0
-    return WatchOutcome(results, len(rows), elapsed, checking)
+    return WatchOutcome(results, len(rows), elapsed, checking, settings.alerts_topic)
 
 
 def feature_scores(outcome: WatchOutcome) -> dict[str, list[float]]:
@@ -125,19 +138,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample-rows", type=int, default=DriftSettings().sample_rows)
     parser.add_argument("--plot", type=Path, default=Path("reports/drift-check.png"))
     parser.add_argument("--reports-dir", type=Path, default=Path("reports/drift-check"))
+    parser.add_argument(
+        "--closed-loop",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="then let the shifted run's alerts retrain and canary a model (lifecycle stack)",
+    )
+    parser.add_argument("--consecutive", type=int, default=3, help="drifted checks that retrain")
+    parser.add_argument("--model-dir", type=Path, default=REPO_ROOT / DEFAULT_MODEL_DIR)
     args = parser.parse_args(argv)
 
     events = list(read_dataset("taobao", None, RowAudit()))
     changelog = changelog_from_events(events)
     shift = Shift()
     shifted = shift_rows(changelog, shift, category_swap(events, shift.swapped_categories))
+    loop: LoopOutcome | None = None
     with tempfile.TemporaryDirectory(prefix="drift-check-") as model_dir:
         frame = reference_frame(events)
         frame = frame.sample(min(DEFAULT_MAX_ROWS, len(frame)), random_state=0)
         reference = save_reference(frame, Path(model_dir, "drift_reference.parquet"))
-        with kafka_for_run() as kafka:
-            plain = watch(kafka, changelog, reference, args.reports_dir, args)
-            moved = watch(kafka, shifted, reference, args.reports_dir, args)
+        if args.closed_loop:
+            ensure_model(args.model_dir)
+            with lifecycle(args.model_dir, rate=20.0) as life:
+                plain = watch(life.kafka, changelog, reference, args.reports_dir, args)
+                moved = watch(life.kafka, shifted, reference, args.reports_dir, args)
+                swap = category_swap(events, shift.swapped_categories)
+                loop = closed_loop(life, moved.alerts_topic, shifted_events(events, swap),
+                                   args.model_dir, args.consecutive)  # fmt: skip
+        else:
+            with kafka_for_run() as kafka:
+                plain = watch(kafka, changelog, reference, args.reports_dir, args)
+                moved = watch(kafka, shifted, reference, args.reports_dir, args)
 
     checks = {"unshifted": len(plain.judged), "shifted": len(moved.judged)}
     try:
@@ -155,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         f.drifted and f.feature not in injected for r in moved.results for f in r.alert.features
     )
     report(plain, moved, injected, args.plot)
+    closed = {} if loop is None else loop_results(loop)
     print(
         result_line(
             unshifted_checks=checks["unshifted"],
@@ -163,9 +195,25 @@ def main(argv: list[str] | None = None) -> int:
             shifted_features_flagged=len(flagged_always),
             shifted_features_injected=len(injected),
             false_alarms=false_alarms,
+            **closed,
         )
     )
     return 0
+
+
+def loop_results(loop: LoopOutcome) -> dict[str, str | int]:
+    """The closed loop's timeline printed, and its figures for the RESULT line."""
+    print("\nclosed loop (jobs.retrain):")
+    for line in loop.timeline:
+        print(f"  {line}")
+    run = loop.report
+    return {
+        "retrain_runs": int(run is not None),
+        "candidate_registered": int(run is not None and bool(run.registered)),
+        "candidate_auc": f"{run.candidate_auc:.4f}" if run and run.candidate_auc else "nan",
+        "champion_auc": f"{run.champion_auc:.4f}" if run and run.champion_auc else "nan",
+        "canary": run.ending if run is not None else "none",
+    }
 
 
 def report(plain: WatchOutcome, moved: WatchOutcome, injected: set[str], plot: Path) -> None:

@@ -22,41 +22,27 @@ split_error_pct=… registry_versions=…``.
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import redis
-
 from inference.serving import repository
 from inference.serving.canary import Guards, parse_steps
 from inference.serving.canary_run import CHAMPION_ALIAS, Canary, Outcome, Plan, RoutingStore
-from inference.serving.control import TritonControl
-from inference.serving.registered import publish_registered
 from inference.serving.worker_metrics import scrape
-from jobs.datasets import RowAudit, read_dataset
 from jobs.demo.services import SERVED_MODEL, ensure_model
-from jobs.localstack import Stack, StackSettings
-from jobs.ranker.registry import log_and_register
 from schemas.codec import wall_clock_ms
-from schemas.kafka import KafkaSettings
 from schemas.model_registry import REGISTERED_MODEL, RegistryClient
 from schemas.records import Recommendation, RecRequest
 from schemas.routing import Routing, Variant, routing_key, variant_of
 from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line
-from tests.canary.load import RequestStream
+from tests.canary.lifecycle import PROJECT, Lifecycle, lifecycle, say
 from tests.canary.plot import plot_timeline
-from tests.conftest import REPO_ROOT, free_port
-from tests.inference.worker.harness import OutputReader, WorkerProcess, WorkerTopics, worker_env
-from tests.inference.worker.world import changelog, stream_events, write_features
+from tests.conftest import REPO_ROOT
+from tests.inference.worker.harness import produce
 from tests.support.bad_model import nan_at_traffic_shapes
-
-PROJECT = "canarycheck"
-STACK = ["kafka", "redis", "triton", "mlflow"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,110 +59,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "reports" / "canary")
     args = parser.parse_args(argv)
     ensure_model(args.model_dir)
-    home = Path(tempfile.mkdtemp(prefix="canary-", dir=REPO_ROOT / ".stack"))
-    settings = StackSettings(
-        home=home,
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        kafka_port=free_port(), kafka_controller_port=free_port(), redis_port=free_port(),
-        triton_http_port=free_port(), triton_grpc_port=free_port(),
-        triton_metrics_port=free_port(), mlflow_port=free_port(),
-        triton_models=(),  # loaded by the check, from the registry
-    )  # fmt: skip
-    stack = Stack(settings)
-    say(f"starting Kafka, Redis, Triton and MLflow in {home}")
-    stack.up(STACK, timeout_s=300)
-    try:
-        return check(args, settings, stack.exports(["mlflow"])["MLFLOW_TRACKING_URI"], home)
-    finally:
-        stack.down(STACK)
-        say(f"logs kept in {home}")
+    with lifecycle(args.model_dir, args.rate) as life:
+        return check(args, life)
 
 
-def check(args: argparse.Namespace, settings: StackSettings, mlflow: str, home: Path) -> int:
-    registry = RegistryClient(mlflow)
-    champion, good, bad = register_and_publish(registry, args.model_dir, settings, home)
-    model_dir = settings.model_repository / SERVED_MODEL
-    control = TritonControl(settings.triton_http_url)
-    config = repository.read_config(model_dir)
-    control.load(SERVED_MODEL, repository.with_versions(config, [champion]))
-    client = redis.Redis.from_url(settings.redis_url)
-    events = stream_events(20_000)
-    say(f"features of {len(events)} Taobao events into Redis")
-    write_features(client, PROJECT, changelog(events))
-    kafka = KafkaSettings(settings.kafka_bootstrap)
-    topics = WorkerTopics.create(kafka, partitions=4)
-    env = worker_env(kafka, settings.redis_url, PROJECT, args.model_dir, topics,
-                     (settings.triton_grpc_url, SERVED_MODEL), routing_poll_ms="200",
-                     triton_timeout_ms="5000")  # fmt: skip
-    worker = WorkerProcess(env, home / "worker.log")
-    metrics_url = f"http://127.0.0.1:{env['STREAMREC_WORKER_METRICS_PORT']}"
-    key = routing_key(PROJECT, SERVED_MODEL)
-    store = RoutingStore(client, key)
-    users = sorted({e.user_id for e in read_dataset("taobao", None, RowAudit())})
-    stream = RequestStream(kafka, topics.requests, users[: len(users) // 2], args.rate)
-    reader = OutputReader(kafka, topics.output)
-    canary = Canary([control], model_dir, store, lambda: scrape([metrics_url]), registry)
+def check(args: argparse.Namespace, life: Lifecycle) -> int:
+    _, good = life.register("candidate", args.model_dir)
+    _, bad = life.register("broken", nan_at_traffic_shapes(args.model_dir, life.home / "broken"))
+    store = RoutingStore(life.redis, routing_key(PROJECT, SERVED_MODEL))
     plan = Plan(steps=parse_steps(args.steps), hold_s=args.hold, poll_s=1.0, settle_s=2.0,
                 guards=Guards())  # fmt: skip
-    try:
-        stream.start()
-        reader.read_until(50, timeout_s=180)
-        split_users = users[len(users) // 2 :][: args.split_requests]
-        split = split_check(control, model_dir, store, kafka, topics, reader, split_users,
-                            champion, good)  # fmt: skip
-        say("good canary")
-        promoted = canary.run(good, plan)
-        say("bad canary")
-        rolled_back = canary.run(bad, plan)
-        sent = stream.stop()
-        say(f"stream stopped: {len(sent)} requests; waiting for every answer")
-        reader.read_until(len(sent) + len(split_users), timeout_s=300, settle_s=2.0)
-    finally:
-        stream.stop()
-        worker.close()
-        reader.close()
-    recs = [r for r in reader.recommendations() if r.request_id in sent]
-    return report(args, recs, sent, split, promoted, rolled_back, registry)
-
-
-def register_and_publish(
-    registry: RegistryClient, model_dir: Path, settings: StackSettings, home: Path
-) -> tuple[int, int, int]:
-    """Register the champion, a good candidate and a broken one; publish each from MLflow."""
-    broken = nan_at_traffic_shapes(model_dir, home / "broken-model")
-    numbers = []
-    for label, source in (("champion", model_dir), ("candidate", model_dir), ("broken", broken)):
-        _, version = log_and_register(
-            registry, source, run_name=f"canary-check-{label}", params={"label": label},
-            metrics={}, tags={"streamrec.check": "canary"}, description=label,
-        )  # fmt: skip
-        if label == "champion":
-            registry.set_alias(REGISTERED_MODEL, CHAMPION_ALIAS, version.version)
-        uri = f"models:/{REGISTERED_MODEL}/{version.version}"
-        published = publish_registered(uri, settings.model_repository, [SERVED_MODEL],
-                                       registry.uri)  # fmt: skip
-        say(f"registered {label} as {REGISTERED_MODEL}/{version.version}, "
-            f"published as version {published.number}")  # fmt: skip
-        numbers.append(published.number)
-    return numbers[0], numbers[1], numbers[2]
+    canary = Canary([life.control], life.model_dir, store, lambda: scrape([life.metrics_url]),
+                    life.registry)  # fmt: skip
+    split_users = life.users[len(life.users) // 2 :][: args.split_requests]
+    split = split_check(life, store, split_users, life.champion, good)
+    say("good canary")
+    promoted = canary.run(good, plan)
+    say("bad canary")
+    rolled_back = canary.run(bad, plan)
+    sent = life.stream.stop()
+    say(f"stream stopped: {len(sent)} requests; waiting for every answer")
+    life.reader.read_until(len(sent) + len(split_users), timeout_s=300, settle_s=2.0)
+    recs = [r for r in life.reader.recommendations() if r.request_id in sent]
+    return report(args, recs, sent, split, promoted, rolled_back, life.registry)
 
 
 def split_check(
-    control: TritonControl,
-    model_dir: Path,
-    store: RoutingStore,
-    kafka: KafkaSettings,
-    topics: WorkerTopics,
-    reader: OutputReader,
-    users: list[int],
-    champion: int,
-    candidate: int,
+    life: Lifecycle, store: RoutingStore, users: list[int], champion: int, candidate: int
 ) -> dict[str, float]:
     """50/50 between the champion and the candidate for one request per user."""
-    from tests.inference.worker.harness import produce
-
-    config = repository.read_config(model_dir)
-    control.load(SERVED_MODEL, repository.with_versions(config, [champion, candidate]))
+    config = repository.read_config(life.model_dir)
+    life.control.load(SERVED_MODEL, repository.with_versions(config, [champion, candidate]))
     routing = Routing(SERVED_MODEL, [Variant("b", candidate, 50.0), Variant("a", champion, 50.0)],
                       1, wall_clock_ms())  # fmt: skip
     store.put(routing)
@@ -184,13 +97,13 @@ def split_check(
     now = wall_clock_ms()
     asked = [RecRequest(f"split-{u}", u, now, k=10) for u in users]
     say(f"split: {len(asked)} requests, 50/50")
-    before = len(reader.raw)
-    produce(kafka, topics.requests, asked)
-    reader.read_until(before + len(asked), timeout_s=600)
+    before = len(life.reader.raw)
+    produce(life.kafka, life.topics.requests, asked)
+    life.reader.read_until(before + len(asked), timeout_s=600)
     ids = {r.request_id for r in asked}
-    answers = [r for r in reader.recommendations() if r.request_id in ids]
+    answers = [r for r in life.reader.recommendations() if r.request_id in ids]
     store.clear()
-    control.load(SERVED_MODEL, repository.with_versions(config, [champion]))
+    life.control.load(SERVED_MODEL, repository.with_versions(config, [champion]))
     wrong = sum(r.variant != variant_of(routing, r.user_id).name for r in answers)
     share = Counter(r.variant for r in answers)["a"] / max(1, len(answers)) * 100
     return {"answers": len(answers), "asked": len(asked), "wrong_variant": wrong,
@@ -235,10 +148,6 @@ def report(
         )
     )
     return 0 if ok else 1
-
-
-def say(text: str) -> None:
-    print(f"[canary-check {time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ registry version they are.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,29 +19,17 @@ import pytest
 
 from inference.serving import cli
 from inference.serving.repository import ARTIFACT_FILES, SERVED_ONNX
-from jobs.localstack import Stack, StackSettings
 from jobs.ranker.registry import log_and_register, register_training
 from jobs.ranker.settings import TrainSettings
 from schemas.model_registry import REGISTERED_MODEL, RegistryClient
-from tests.conftest import REPO_ROOT, free_port
 from tests.inference.serving.artifacts import write_serving_artifacts
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    settings = StackSettings(
-        home=tmp_path_factory.mktemp("mlflow-stack"),
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        mlflow_port=free_port(),
-    )
-    stack = Stack(settings)
-    stack.up(["mlflow"], timeout_s=120)
-    try:
-        yield stack.exports(["mlflow"])["MLFLOW_TRACKING_URI"]
-    finally:
-        stack.down(["mlflow"])
+@pytest.fixture
+def registry(mlflow_registry: str) -> str:
+    return mlflow_registry
 
 
 def _files(directory: Path) -> dict[str, bytes]:

@@ -1,0 +1,87 @@
+"""A retraining run on the real stack: the events topic, training, and the MLflow registry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from jobs.retrain.policy import Decision
+from jobs.retrain.run import Retrainer
+from jobs.retrain.settings import RetrainSettings
+from schemas.codec import event_codec
+from schemas.kafka import KafkaSettings
+from schemas.model_registry import RegistryClient
+from tests.conftest import TopicFactory
+from tests.inference.worker.world import stream_events
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+TRAIN_ARGS = ("--max-train-rows 3000 --max-eval-rows 200 --epochs 2 --dim 8 "
+              "--full-eval-rows 50 --threads 1")  # fmt: skip
+
+
+def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candidate(
+    kafka: KafkaSettings,
+    topic_factory: TopicFactory,
+    mlflow_registry: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_registry)
+    topic = topic_factory(partitions=2)
+    events = stream_events(30_000)  # ending a minute ago
+    producer = Producer(kafka.client_config(**{"linger.ms": 20}))
+    codec = event_codec()
+    for n, event in enumerate(events):
+        producer.produce(topic, codec.encode(event), key=str(event.user_id).encode(),
+                         timestamp=event.ts)  # fmt: skip
+        if n % 5000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    end_ms = max(e.ts for e in events) + 1
+    first_half = events[len(events) // 2].ts
+    settings = RetrainSettings(
+        kafka=kafka, events_topic=topic, work_dir=tmp_path / "work",
+        champion=tmp_path / "none", train_args=TRAIN_ARGS, canary=False,
+        window_minutes=(end_ms - first_half) / 60_000,
+    )  # fmt: skip
+
+    lines: list[str] = []
+    retrainer = Retrainer(settings, say=lines.append)
+    retrainer.champion = champion_model(settings, tmp_path)
+    report = retrainer.run(Decision("start", "3 drifted checks", ("c1", "c2", "c3")), end_ms)
+
+    assert report.timeline == lines
+    assert any("exported" in line and "events" in line for line in lines), lines
+    assert report.registered.startswith("streamrec-ranker/"), lines
+    metrics = json.loads((report.folder / "candidate" / "metrics.json").read_text())
+    assert metrics["dataset"] == "events"
+    assert metrics["split"]["train_events"] + metrics["split"]["held_out_events"] < len(events)
+    beaten = metrics["against"]["beaten"]
+    assert report.ending == ("not_canaried" if beaten else "not_better")
+    name, version = report.registered.split("/")
+    tags = RegistryClient(mlflow_registry).model_version_tags(name, version)
+    assert tags["retrain.trigger"] == "c1,c2,c3"
+    assert tags["retrain.verdict"] == ("better" if beaten else "not_better")
+
+
+def champion_model(settings: RetrainSettings, tmp_path: Path) -> Path:
+    """A model trained on half of the topic's records, the way training always runs."""
+    import subprocess
+    import sys
+
+    from jobs.retrain.export import export_window
+
+    exported = export_window(settings.kafka, settings.events_topic, 0, tmp_path / "all.jsonl")
+    lines = exported.path.read_bytes().splitlines(keepends=True)
+    older = tmp_path / "older.jsonl"
+    older.write_bytes(b"".join(lines[: len(lines) // 2]))
+    out = tmp_path / "champion"
+    subprocess.run(
+        [sys.executable, "-m", "jobs.ranker", "--dataset", "events", "--file", str(older),
+         "--out", str(out), *TRAIN_ARGS.split()],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return out
