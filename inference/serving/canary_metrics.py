@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Gauge
 
-# The guards of inference/serving/canary.py, as the breach's ``check`` label names them.
-CHECKS = ("error_rate", "latency_p99", "score_shift")
+# The guards of inference/serving/canary.py as the breach's ``check`` label names them, and
+# the controller itself failing mid-way (it rolls back then, too).
+CHECKS = ("error_rate", "latency_p99", "score_shift", "controller")
 
 
 class CanaryMetrics:

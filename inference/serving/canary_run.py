@@ -7,7 +7,8 @@ while its figures hold, then promote it or give all traffic back to the champion
    share of the users, listed first so its users stay in as it grows. After
    ``settle_s`` (the workers' routing poll) the figures are read every ``poll_s``
    for ``hold_s``; :func:`inference.serving.canary.judge` decides.
-3. A breach: the routing gives the champion 100% at once (that instant is the
+3. A breach (or the controller failing mid-way: figures unreadable, an interrupt):
+   the routing gives the champion 100% at once (that instant is the
    rollback as users see it), then after ``settle_s`` every endpoint unloads the
    canary and the routing key is removed. The registry version of the canary gets
    the tags ``canary.status=rolled_back`` and ``canary.reason``.
@@ -127,11 +128,17 @@ class Canary:
                 f"canary {target} failed its probe; still {champion}: {error}"
             ) from error
         self.say(f"loaded {target} beside {champion} on {len(self.tritons)} endpoint(s)")
-        for step in plan.steps:
-            breach = self._hold(step, plan)
-            if breach is not None:
-                self._roll_back(breach, plan)
-                return outcome
+        try:
+            for step in plan.steps:
+                breach = self._hold(step, plan)
+                if breach is not None:
+                    self._roll_back(breach, plan)
+                    return outcome
+        except BaseException as error:
+            # Figures that cannot be read (a worker gone), Redis, an interrupt: a canary
+            # nobody watches does not keep its users.
+            self._roll_back(Breach("controller", f"the canary stopped: {error!r}"), plan)
+            raise
         self._promote()
         return outcome
 

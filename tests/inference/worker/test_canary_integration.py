@@ -17,6 +17,7 @@ import redis
 from inference.serving import repository
 from inference.serving.canary_run import Canary, Plan, RoutingStore
 from inference.serving.control import TritonControl
+from inference.serving.errors import ServingError
 from inference.serving.worker_metrics import scrape
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
@@ -179,3 +180,24 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
     outside = [r for r in recs if r.degraded and r.variant != "canary"]
     assert outside == [], outside[:3]  # ...and nobody else
     assert {r.model_version for r in recs[-50:]} == {f"{triton.model}:{good}"}
+
+
+def test_a_canary_whose_figures_cannot_be_read_is_rolled_back(
+    triton: TritonServer,
+    world_project: str,
+    redis_client: redis.Redis,
+    versions: tuple[int, int, int],
+) -> None:
+    champion, good, _ = versions
+    model_dir = triton.repository / triton.model
+    control = TritonControl(triton.http_url)
+    key = routing_key(world_project, triton.model)
+    nowhere = "http://127.0.0.1:1"  # no worker answers there
+    canary = Canary(
+        [control], model_dir, RoutingStore(redis_client, key), lambda: scrape([nowhere])
+    )
+    with pytest.raises(ServingError, match="unreadable"):
+        canary.run(good, Plan(steps=(50, 100), hold_s=5.0, poll_s=0.5, settle_s=0.5))
+    assert control.ready_versions(triton.model) == [champion]
+    assert repository.pinned_versions(model_dir) == [champion]
+    assert redis_client.get(key) is None
