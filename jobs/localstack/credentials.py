@@ -21,8 +21,9 @@ from jobs.localstack.tls import private_folder
 # Kafka principals (SCRAM-SHA-512 users). `admin` is the broker's super user: it creates
 # topics and ACLs and is what the stack itself and the tests' set-up use.
 KAFKA_USERS = ("admin", "ingest", "features", "worker", "drift")
-# Redis ACL users: `writer` fills the feature keys, `reader` only reads them.
-REDIS_USERS = ("admin", "writer", "reader")
+# Redis ACL users: `writer` fills the feature keys, `reader` only reads them, `router`
+# sets the traffic split between model versions (the canary; schemas/routing.py).
+REDIS_USERS = ("admin", "writer", "reader", "router")
 # The key Triton's model-control (model-repository) protocol requires in a header.
 TRITON_CONTROL = "triton-control"
 
@@ -43,7 +44,9 @@ class Credentials:
 def ensure_credentials(folder: Path) -> Credentials:
     """The stack's credentials, generated and stored under ``folder`` on first use."""
     path = private_folder(folder) / FILE_NAME
-    if not path.exists():
+    if path.exists():
+        _add_missing_users(path)
+    else:
         stored = {
             "kafka": {user: _password() for user in KAFKA_USERS},
             "redis": {user: _password() for user in REDIS_USERS},
@@ -54,6 +57,22 @@ def ensure_credentials(folder: Path) -> Credentials:
         with os.fdopen(descriptor, "w") as out:
             json.dump(stored, out, indent=2)
     return load_credentials(path)
+
+
+def _add_missing_users(path: Path) -> None:
+    """Passwords for principals added since the file was written (the rest stay)."""
+    stored = json.loads(path.read_text())
+    missing = [u for u in REDIS_USERS if u not in stored["redis"]]
+    missing_kafka = [u for u in KAFKA_USERS if u not in stored["kafka"]]
+    if not missing and not missing_kafka:
+        return
+    stored["redis"].update({user: _password() for user in missing})
+    stored["kafka"].update({user: _password() for user in missing_kafka})
+    temp = path.with_name(f".{path.name}.new")
+    descriptor = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as out:
+        json.dump(stored, out, indent=2)
+    temp.replace(path)
 
 
 def load_credentials(path: Path) -> Credentials:

@@ -37,15 +37,26 @@ USER_RULES: Mapping[str, str] = {
     "admin": "~* &* +@all",
     "writer": f"{_READ} {_WRITE}",
     "reader": _READ,
+    # The canary: the routing keys only, read, set and removed.
+    "router": "+@connection +get +set +del",
 }
 
 
 def key_patterns(project: str = PROJECT) -> str:
     """The ACL key patterns of one Feast project's keys (see the module doc)."""
+    escaped = _escaped(project)
+    return f"~{escaped}:* ~*{escaped}"
+
+
+def routing_key_pattern(project: str = PROJECT) -> str:
+    """The ACL key pattern of the project's routing keys (schemas/routing.py)."""
+    return f"~{_escaped(project)}:routing:*"
+
+
+def _escaped(project: str) -> str:
     # Glob metacharacters in a project name would widen the pattern; Feast names are
     # letters, digits and underscores, so escaping them is enough.
-    escaped = "".join(f"\\{c}" if c in "*?[]\\" else c for c in project)
-    return f"~{escaped}:* ~*{escaped}"
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in project)
 
 
 def render_acl_file(passwords: Mapping[str, str], project: str = PROJECT) -> str:
@@ -53,6 +64,11 @@ def render_acl_file(passwords: Mapping[str, str], project: str = PROJECT) -> str
     lines = ["user default off resetpass resetkeys resetchannels -@all"]
     for user, rules in USER_RULES.items():
         digest = hashlib.sha256(passwords[user].encode()).hexdigest()
-        keys = "" if user == "admin" else f" resetchannels {key_patterns(project)}"
+        if user == "admin":
+            keys = ""
+        elif user == "router":
+            keys = f" resetchannels {routing_key_pattern(project)}"
+        else:
+            keys = f" resetchannels {key_patterns(project)}"
         lines.append(f"user {user} on #{digest}{keys} {rules}")
     return "\n".join(lines) + "\n"

@@ -40,8 +40,8 @@ ROLES: dict[str, Role] = {
     "worker": Role("worker", "reader", triton_inference=True),
     # The drift job: the changelog and recommendations in, alerts out.
     "drift": Role("drift", "reader"),
-    # The serving CLI: publishes, loads and rolls back models.
-    "serving": Role(None, None, triton_control=True),
+    # The serving CLI: publishes, loads and rolls back models; its canary sets the split.
+    "serving": Role(None, "router", triton_control=True),
 }
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
 
 from jobs.localstack import StackSettings
+from jobs.localstack.credentials import FILE_NAME, ensure_credentials
 from jobs.localstack.errors import StackError
 from jobs.localstack.redis_acl import key_patterns, render_acl_file
 from jobs.localstack.redis_server import RedisService, redis_url_for, render_redis_conf
@@ -19,7 +21,7 @@ from jobs.localstack.triton_server import (
     secured_args,
 )
 
-PASSWORDS = {"admin": "a-pw", "writer": "w-pw", "reader": "r-pw"}
+PASSWORDS = {"admin": "a-pw", "writer": "w-pw", "reader": "r-pw", "router": "x-pw"}
 
 
 def _settings(tmp_path: Path, secure: bool) -> StackSettings:
@@ -54,6 +56,23 @@ def test_acl_file_disables_default_and_holds_digests_only() -> None:
     assert "+hset" in lines["writer"] and "+evalsha" in lines["writer"]
     assert "~streamrec:* ~*streamrec" in lines["reader"]
     assert "+@read" in lines["reader"] and "+hset" not in lines["reader"]
+    # The canary's user: the routing keys and nothing else, not even the features.
+    assert "~streamrec:routing:*" in lines["router"] and "~streamrec:* " not in lines["router"]
+    assert "+set" in lines["router"] and "+hget" not in lines["router"]
+
+
+def test_credentials_of_an_older_stack_gain_the_new_users_and_keep_the_rest(
+    tmp_path: Path,
+) -> None:
+    first = ensure_credentials(tmp_path)
+    path = tmp_path / FILE_NAME
+    stored = json.loads(path.read_text())
+    del stored["redis"]["router"]
+    path.write_text(json.dumps(stored))
+    again = ensure_credentials(tmp_path)
+    assert again.redis["router"] and again.redis["reader"] == first.redis["reader"]
+    assert again.kafka == first.kafka
+    assert path.stat().st_mode & 0o777 == 0o600
 
 
 def test_key_patterns_escape_glob_characters() -> None:
