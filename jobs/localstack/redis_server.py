@@ -140,7 +140,7 @@ class RedisService(Service):
 
 
 def redis_url_for(settings: StackSettings, user: str) -> str:
-    """The URL ``user`` (admin, writer, reader) connects with; the plain URL when not secured.
+    """The URL ``user`` (admin, writer, reader, router) connects with; plain when not secured.
 
     Secured: ``rediss://<user>:<password>@127.0.0.1:<port>/0?ssl_ca_certs=<ca.pem>``,
     which ``redis.Redis.from_url`` takes as it is (unknown query arguments become
