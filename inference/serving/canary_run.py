@@ -1,8 +1,10 @@
 """The canary release: load a version beside the champion, raise its share step by step
 while its figures hold, then promote it or give all traffic back to the champion.
 
-1. Every Triton endpoint loads the canary beside the champion (explicit versions in
-   the config override) and a probe addressed to the canary must score plausibly.
+1. The routing key first sends every user to the champion by version (requests that
+   name no version go to the newest loaded one, which the canary often is); then every
+   Triton endpoint loads the canary beside the champion (explicit versions in the
+   config override) and a probe addressed to the canary must score plausibly.
 2. For each step the routing key (:mod:`schemas.routing`) gives the canary that
    share of the users, listed first so its users stay in as it grows. After
    ``settle_s`` (the workers' routing poll) the figures are read every ``poll_s``
@@ -116,7 +118,12 @@ class Canary:
             raise RolloutError(f"{self.model} already serves version {target}")
         outcome = Outcome(champion, target)
         self._outcome = outcome
+        self._baseline = VariantFigures()
         self.metrics.started(self.model, champion, target)
+        # Requests that name no version go to the newest loaded one: every worker must ask
+        # for the champion by version before the canary (often newer) is loaded at all.
+        self._route(0.0, "canary loading: every user on the champion")
+        self.sleep(plan.settle_s)
         self._load([champion, target])
         try:
             for endpoint in self.tritons:
@@ -124,6 +131,7 @@ class Canary:
                 check_version(endpoint, self.model, target, limits)
         except ServingError as error:
             self._load([champion])
+            self.store.clear()
             raise RolloutError(
                 f"canary {target} failed its probe; still {champion}: {error}"
             ) from error
@@ -189,7 +197,12 @@ class Canary:
             now = self.figures()
             canary = now.get(CANARY, VariantFigures()) - base.get(CANARY, VariantFigures())
             champion = now.get(CHAMPION, VariantFigures()) - base.get(CHAMPION, VariantFigures())
-            if (breach := judge(canary, champion, plan.guards)) is not None:
+            if champion.total >= plan.guards.min_answers:
+                self._baseline = champion
+            # At 100% (or a thin champion share) the champion answers too few to compare
+            # with: its last window that had enough answers stands in.
+            baseline = champion if champion.total >= plan.guards.min_answers else self._baseline
+            if (breach := judge(canary, baseline, plan.guards)) is not None:
                 self.say(f"breach at {step:g}%: {breach} (canary {summary(canary)})")
                 return breach
         self.say(f"held {step:g}%: canary {summary(canary)}; champion {summary(champion)}")
