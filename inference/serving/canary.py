@@ -35,7 +35,9 @@ class Guards:
     latency_margin: float = 1.5
     max_score_psi: float = 0.25
     min_answers: int = 50
-    min_scores: int = 200
+    # PSI over 20 bins carries sampling noise of about 19 * (1/n1 + 1/n2): with 200 scores
+    # a side that is 0.19, near the 0.25 line; with 2,000 it is 0.02.
+    min_scores: int = 2000
 
 
 @dataclass(frozen=True)

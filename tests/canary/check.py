@@ -73,6 +73,9 @@ def check(args: argparse.Namespace, life: Lifecycle) -> int:
                     life.registry)  # fmt: skip
     split_users = life.users[len(life.users) // 2 :][: args.split_requests]
     split = split_check(life, store, split_users, life.champion, good)
+    # The stream's requests that queued behind the split burst are answered before any
+    # canary window opens: their wait is the burst's, not a version's.
+    answers_to(life, life.stream.sent_ids(), timeout_s=600)
     say("good canary")
     promoted = canary.run(good, plan)
     say("bad canary")
@@ -97,17 +100,27 @@ def split_check(
     now = wall_clock_ms()
     asked = [RecRequest(f"split-{u}", u, now, k=10) for u in users]
     say(f"split: {len(asked)} requests, 50/50")
-    before = len(life.reader.raw)
     produce(life.kafka, life.topics.requests, asked)
-    life.reader.read_until(before + len(asked), timeout_s=600)
     ids = {r.request_id for r in asked}
-    answers = [r for r in life.reader.recommendations() if r.request_id in ids]
+    answers = answers_to(life, ids, timeout_s=600)
     store.clear()
     life.control.load(SERVED_MODEL, repository.with_versions(config, [champion]))
     wrong = sum(r.variant != variant_of(routing, r.user_id).name for r in answers)
     share = Counter(r.variant for r in answers)["a"] / max(1, len(answers)) * 100
     return {"answers": len(answers), "asked": len(asked), "wrong_variant": wrong,
             "share_a_pct": share, "error_pct": abs(share - 50)}  # fmt: skip
+
+
+def answers_to(life: Lifecycle, ids: set[str], timeout_s: float) -> list[Recommendation]:
+    """The answers to ``ids`` once every one of them has arrived (AssertionError if not)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answers = [r for r in life.reader.recommendations() if r.request_id in ids]
+        if len({r.request_id for r in answers}) >= len(ids):
+            return answers
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{len(answers)} of {len(ids)} answered in {timeout_s:.0f} s")
+        life.reader.settle(1.0)
 
 
 def report(

@@ -62,9 +62,9 @@ def test_latency_is_not_judged_on_a_handful_of_answers() -> None:
 def test_a_shifted_score_distribution_breaches() -> None:
     n = len(SCORE_BUCKETS) + 1
     low = [0.0] * n
-    low[2] = 500
+    low[2] = 5000
     high = [0.0] * n
-    high[15] = 500
+    high[15] = 5000
     assert judge(figures(ok=50, scores=low), figures(ok=50, scores=low), Guards()) is None
     breach = judge(figures(ok=50, scores=high), figures(ok=50, scores=low), Guards())
     assert breach is not None and breach.check == "score_shift"
