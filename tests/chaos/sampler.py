@@ -1,7 +1,9 @@
 """Samples what a soak watches, every ``every_s``: memory of every process and store.
 
-RSS is summed over a process's whole group (a part spawns children: the feature
-job its JVM, Triton its python-backend stubs), read from ``/proc``. Redis reports
+Memory is summed over a process's whole group (a part spawns children: the feature
+job its JVM, Triton its python-backend stubs), read from ``/proc``, as PSS: a page
+shared by several processes counts once in total, so a forked child (Redis's AOF
+rewrite) does not count the parent's pages again, as summed RSS would. Redis reports
 ``used_memory``; the Flink state size is the newest checkpoint's size on disk;
 Triton's queue is ``nv_inference_pending_request_count`` from its metrics.
 
@@ -31,17 +33,24 @@ from tests.chaos.growth import Sample
 MB = 1024 * 1024
 
 
-def group_rss_mb(pid: int) -> float:
+def group_memory_mb(pid: int) -> float:
+    """The PSS of ``pid``'s process group, in MB."""
     total_kb = 0
     for member in group_members(pid) or [pid]:
         try:
-            status = Path(f"/proc/{member}/status").read_text()
+            rollup = Path(f"/proc/{member}/smaps_rollup").read_text()
         except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                total_kb += int(line.split()[1])
+            continue  # gone between the listing and the read
+        total_kb += pss_kb(rollup)
     return total_kb / 1024
+
+
+def pss_kb(rollup: str) -> int:
+    """The ``Pss:`` line of a ``smaps_rollup`` (0 when absent)."""
+    for line in rollup.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1])
+    return 0
 
 
 def old_generation_mb(pid: int) -> float:
@@ -125,7 +134,7 @@ class Sampler(threading.Thread):
         for name, pid_of in self.processes.items():
             pid = pid_of()
             if pid is not None:
-                self._add(f"rss {name}", minute, group_rss_mb(pid), pid)
+                self._add(f"pss {name}", minute, group_memory_mb(pid), pid)
                 if name in self.jvms:
                     self._add(f"heap-old {name}", minute, old_generation_mb(pid), pid)
         try:

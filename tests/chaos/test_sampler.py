@@ -1,6 +1,7 @@
 import math
+import os
 
-from tests.chaos.sampler import parse_jstat_old_used_mb
+from tests.chaos.sampler import group_memory_mb, parse_jstat_old_used_mb, pss_kb
 
 # `jstat -gc` of an OpenJDK 17 G1 JVM, as printed.
 JSTAT = [
@@ -17,3 +18,10 @@ def test_the_old_generation_is_read_by_its_column() -> None:
 def test_no_reading_is_nan_not_zero() -> None:
     assert math.isnan(parse_jstat_old_used_mb([]))
     assert math.isnan(parse_jstat_old_used_mb(["Could not attach to 123"]))
+
+
+def test_memory_is_the_proportional_set_size() -> None:
+    rollup = "00400000-7fff [rollup]\nRss:  1648 kB\nPss:  459 kB\nPss_Dirty: 112 kB\n"
+    assert pss_kb(rollup) == 459
+    assert pss_kb("") == 0
+    assert group_memory_mb(os.getpid()) > 1  # this very process, read from /proc
