@@ -26,8 +26,8 @@ LOOPBACK_BINDS = {
 PYTHON_WORKER_MODE = ("_python_worker_execution_mode", "process")
 # glibc gives a multi-threaded process up to 8 malloc arenas per core and rarely hands
 # their free pages back: the JVM's native memory (network buffers, compiler threads)
-# creeps up for an hour. Two arenas, as Flink's own container settings use against the
-# same creep; read by the JVM PyFlink starts, which inherits this process's environment.
+# creeps up for an hour. Two arenas is the usual remedy for long-running JVMs (make soak
+# measures it); read by the JVM PyFlink starts, which inherits this environment.
 MALLOC_ARENAS = ("MALLOC_ARENA_MAX", "2")
 
 
