@@ -19,15 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Producer
-
 from jobs.retrain.loop import RetrainLoop
 from jobs.retrain.run import RunReport
 from jobs.retrain.settings import RetrainSettings
-from schemas.codec import event_codec, wall_clock_ms
+from schemas.codec import wall_clock_ms
 from schemas.kafka import TopicSpec, ensure_topics
 from schemas.records import BehaviorEvent
 from tests.canary.lifecycle import Lifecycle
+from tests.support.events import produce_timed
 
 # Training on the window: bounded so the loop's run takes a minute or two on two cores.
 TRAIN_ARGS = "--max-train-rows 30000 --max-eval-rows 2000 --full-eval-rows 200 --epochs 2"
@@ -51,15 +50,7 @@ def shifted_events(events: Sequence[BehaviorEvent], swap: Mapping[int, int]) -> 
 
 def produce_events(life: Lifecycle, topic: str, events: Sequence[BehaviorEvent]) -> None:
     ensure_topics(life.kafka, [TopicSpec(topic, 4)])
-    producer = Producer(life.kafka.client_config(**{"linger.ms": 20}))
-    codec = event_codec()
-    for n, event in enumerate(events):
-        producer.produce(topic, codec.encode(event), key=str(event.user_id).encode(),
-                         timestamp=event.ts)  # fmt: skip
-        if n % 10_000 == 0:
-            producer.poll(0)
-    if producer.flush(120):
-        raise RuntimeError(f"events not all delivered to {topic}")
+    produce_timed(life.kafka, topic, events)
 
 
 def closed_loop(

@@ -6,16 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
 
 from jobs.retrain.policy import Decision
 from jobs.retrain.run import Retrainer
 from jobs.retrain.settings import RetrainSettings
-from schemas.codec import event_codec
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import RegistryClient
 from tests.conftest import TopicFactory
 from tests.inference.worker.world import stream_events
+from tests.support.events import produce_timed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 TRAIN_ARGS = ("--max-train-rows 3000 --max-eval-rows 200 --epochs 2 --dim 8 "
@@ -32,14 +31,7 @@ def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candida
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_registry)
     topic = topic_factory(partitions=2)
     events = stream_events(30_000)  # ending a minute ago
-    producer = Producer(kafka.client_config(**{"linger.ms": 20}))
-    codec = event_codec()
-    for n, event in enumerate(events):
-        producer.produce(topic, codec.encode(event), key=str(event.user_id).encode(),
-                         timestamp=event.ts)  # fmt: skip
-        if n % 5000 == 0:
-            producer.poll(0)
-    assert producer.flush(60) == 0
+    produce_timed(kafka, topic, events)
     end_ms = max(e.ts for e in events) + 1
     first_half = events[len(events) // 2].ts
     settings = RetrainSettings(
