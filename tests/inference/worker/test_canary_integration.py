@@ -30,7 +30,8 @@ from tests.inference.worker.world import World
 from tests.support.bad_model import nan_at_traffic_shapes
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
-SPLIT_REQUESTS = 4000
+# Users 1..N hash to fixed buckets: the share over them is the same on every run.
+SPLIT_REQUESTS = 2000
 
 
 @pytest.fixture

@@ -1,24 +1,15 @@
-"""A new model against the champion on the same held-out rows, and training on an events log."""
+"""The champion's view of the new model's rows, and the events log training reads."""
 
 from __future__ import annotations
 
-import contextlib
-import io
-import itertools
-import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from jobs.datasets import RowAudit, read_dataset
-from jobs.ranker.__main__ import main
 from jobs.ranker.against import carried
 from schemas.codec import event_codec
-from tests.support import requirements
-
-SMALL = ["--max-train-rows", "3000", "--max-eval-rows", "200", "--epochs", "2", "--dim", "8",
-         "--full-eval-rows", "50"]  # fmt: skip
+from schemas.records import BehaviorEvent
 
 
 def test_indexes_are_carried_through_the_raw_ids() -> None:
@@ -29,39 +20,11 @@ def test_indexes_are_carried_through_the_raw_ids() -> None:
     assert carried(indexes, source, target).tolist() == [[0, 1, 1, 2, 3]]
 
 
-@pytest.fixture(scope="module")
-def events_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first Taobao stream events as the events topic holds them, plus one bad line."""
-    source = requirements.dataset("taobao")
+def test_the_events_log_reads_the_topics_records_and_counts_the_bad(tmp_path: Path) -> None:
     codec = event_codec()
-    path = tmp_path_factory.mktemp("export") / "events.jsonl"
-    with path.open("wb") as out:
-        for event in itertools.islice(read_dataset("taobao", source, RowAudit()), 30_000):
-            out.write(codec.encode(event) + b"\n")
-        out.write(b'{"user_id": "not an id"}\n')
-    return path
-
-
-def train(log: Path, out: Path, *extra: str) -> tuple[dict[str, object], str]:
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = main([*SMALL, "--dataset", "events", "--file", str(log), "--out", str(out), *extra])
-    assert code == 0, printed.getvalue()
-    return json.loads((out / "metrics.json").read_text()), printed.getvalue()
-
-
-def test_a_model_trained_on_the_events_log_is_scored_against_the_champion(
-    events_log: Path, tmp_path: Path
-) -> None:
-    champion, _ = train(events_log, tmp_path / "champion")
-    metrics, printed = train(
-        events_log, tmp_path / "candidate", "--baseline", str(tmp_path / "champion")
-    )
-    against = metrics["against"]
-    assert isinstance(against, dict)
-    # The same data, seed and split: the champion's rows are the candidate's, and its
-    # served file scores them as it did in its own training.
-    served = next(v for v in champion["variants"] if v["variant"] == champion["served_variant"])  # type: ignore[attr-defined]
-    assert against["auc"] == pytest.approx(served["auc"], abs=1e-6)
-    assert against["beaten"] in (True, False)
-    assert f"baseline {tmp_path / 'champion'}" in printed
+    events = [BehaviorEvent(1, 10, 3, "pv", 1_700_000_000_000 + n) for n in range(3)]
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"".join(codec.encode(e) + b"\n" for e in events) + b'{"user_id": "x"}\n\n')
+    audit = RowAudit()
+    assert list(read_dataset("events", log, audit)) == events
+    assert audit.rows == 4 and audit.bad_rows == 1

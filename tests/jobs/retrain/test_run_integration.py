@@ -51,7 +51,10 @@ def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candida
     metrics = json.loads((report.folder / "candidate" / "metrics.json").read_text())
     assert metrics["dataset"] == "events"
     assert metrics["split"]["train_events"] + metrics["split"]["held_out_events"] < len(events)
-    beaten = metrics["against"]["beaten"]
+    against = metrics["against"]
+    assert 0 < against["auc"] < 1 and against["model_dir"] == str(retrainer.champion)
+    assert report.champion_auc == against["auc"]
+    beaten = against["beaten"]
     assert report.ending == ("not_canaried" if beaten else "not_better")
     name, version = report.registered.split("/")
     tags = RegistryClient(mlflow_registry).model_version_tags(name, version)
