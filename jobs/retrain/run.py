@@ -109,7 +109,10 @@ class Retrainer:
         canary = [self.python, "-m", "inference.serving", "canary", uri,
                   *self.settings.canary_args.split()]  # fmt: skip
         say(f"canary of {uri}")
-        code, _ = _run(canary, folder / "canary.log")
+        code, output = _run(canary, folder / "canary.log")
+        for line in output.splitlines():
+            if line.startswith("["):  # the canary's own timeline: steps, holds, breaches
+                say(f"  canary {line}")
         if code == 0:
             report.ending = "promoted"
             self.champion = candidate
