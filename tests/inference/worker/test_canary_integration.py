@@ -18,9 +18,12 @@ from inference.serving import repository
 from inference.serving.canary_run import Canary, Plan, RoutingStore
 from inference.serving.control import TritonControl
 from inference.serving.errors import ServingError
+from inference.serving.registered import publish_registered
 from inference.serving.worker_metrics import scrape
+from jobs.ranker.registry import log_and_register
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
+from schemas.model_registry import RegistryClient
 from schemas.records import RecRequest
 from schemas.routing import Routing, Variant, encode, routing_key, variant_of
 from tests.conftest import TritonServer
@@ -34,19 +37,31 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 SPLIT_REQUESTS = 2000
 
 
+REGISTERED: dict[int, str] = {}  # Triton version -> its registry version, for the assertions
+
+
 @pytest.fixture
-def versions(triton: TritonServer, world: World, tmp_path: Path) -> Iterator[tuple[int, int, int]]:
+def versions(
+    triton: TritonServer, world: World, tmp_path: Path, mlflow_registry: str
+) -> Iterator[tuple[int, int, int]]:
     """The world's model as champion, again as a good canary (same weights), and broken
-    (:mod:`tests.support.bad_model`); Triton and the shared repository left as found."""
+    (:mod:`tests.support.bad_model`), each registered in MLflow and published from it;
+    Triton and the shared repository left as found."""
     model, model_dir = triton.model, triton.repository / triton.model
     control = TritonControl(triton.http_url)
     served_before = control.ready_versions(model)
     config_before = (model_dir / repository.CONFIG).read_text()
     bad_dir = nan_at_traffic_shapes(world.model_dir, tmp_path / "bad")
-    published = [
-        repository.publish(source, triton.repository, [model])
-        for source in (world.model_dir, world.model_dir, bad_dir)
-    ]
+    client = RegistryClient(mlflow_registry)
+    published = []
+    for label, source in (("champion", world.model_dir), ("good", world.model_dir),
+                          ("bad", bad_dir)):  # fmt: skip
+        _, version = log_and_register(client, source, run_name=f"canary-test-{label}",
+                                      params={}, metrics={}, tags={})  # fmt: skip
+        uri = f"models:/{version.name}/{version.version}"
+        number = publish_registered(uri, triton.repository, [model], mlflow_registry).number
+        REGISTERED[number] = f"{version.name}/{version.version}"
+        published.append(number)
     champion, good, bad = published
     control.load(model, repository.with_versions(repository.read_config(model_dir), [champion]))
     try:
@@ -134,6 +149,7 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
     redis_client: redis.Redis,
     start_worker: StartWorker,
     versions: tuple[int, int, int],
+    mlflow_registry: str,
 ) -> None:
     champion, good, bad = versions
     model_dir = triton.repository / triton.model
@@ -145,9 +161,11 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
     )  # fmt: skip
     metrics_url = f"http://127.0.0.1:{worker.env['STREAMREC_WORKER_METRICS_PORT']}"
     key = routing_key(world_project, triton.model)
+    registry = RegistryClient(mlflow_registry)
     canary = Canary(
-        [control], model_dir, RoutingStore(redis_client, key), lambda: scrape([metrics_url])
-    )
+        [control], model_dir, RoutingStore(redis_client, key), lambda: scrape([metrics_url]),
+        registry,
+    )  # fmt: skip
     plan = Plan(steps=(25, 100), hold_s=8.0, poll_s=0.5, settle_s=1.0)
     stream = Stream(kafka, topics.requests, range(1, 2001), rate=60)
     reader = OutputReader(kafka, topics.output)
@@ -162,12 +180,17 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
         assert rolled_back.rollback_s is not None and rolled_back.rollback_s < plan.hold_s
         assert control.ready_versions(triton.model) == [champion]
         assert redis_client.get(key) is None
+        name, number = REGISTERED[bad].split("/")
+        tags = registry.model_version_tags(name, number)
+        assert tags["canary.status"] == "rolled_back" and "error_rate" in tags["canary.reason"]
 
         promoted = canary.run(good, plan)
         assert promoted.promoted and promoted.breach is None, promoted.timeline
         assert control.ready_versions(triton.model) == [good]
         assert repository.pinned_versions(model_dir) == [good]
         assert redis_client.get(key) is None
+        name, number = REGISTERED[good].split("/")
+        assert registry.get_by_alias(name, "champion").version == number
         sent = stream.stop()
         reader.read_until(sent, timeout_s=120, settle_s=1.0)
         recs = reader.recommendations()
@@ -181,6 +204,9 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
     outside = [r for r in recs if r.degraded and r.variant != "canary"]
     assert outside == [], outside[:3]  # ...and nobody else
     assert {r.model_version for r in recs[-50:]} == {f"{triton.model}:{good}"}
+    # Answers under a split name the registry version that scored them.
+    canary_answers = [r for r in recs if r.variant == "canary" and not r.degraded]
+    assert {r.registry_version for r in canary_answers} == {REGISTERED[good]}
 
 
 def test_a_canary_whose_figures_cannot_be_read_is_rolled_back(
