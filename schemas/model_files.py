@@ -21,6 +21,8 @@ POPULAR_FILE = "popular_items.json"
 WEIGHTS_FILE = "model.pt"
 MODEL_CONFIG_FILE = "model_config.json"
 NETWORK_FILE = "network.py"
+# The drift job's reference distribution, saved beside the model it describes.
+DRIFT_REFERENCE_FILE = "drift_reference.parquet"
 # What manifest.json names as served when it names nothing.
 DEFAULT_SERVED_FILE = "model.onnx"
 

@@ -31,9 +31,10 @@ from jobs.features.reference import (
 )
 from jobs.features.settings import FeatureJobSettings
 from schemas.features import FeatureUpdate, UserRecentEvents, UserWindow
+from schemas.model_files import DRIFT_REFERENCE_FILE
 from schemas.records import BehaviorEvent, Recommendation
 
-REFERENCE_FILE = "drift_reference.parquet"
+REFERENCE_FILE = DRIFT_REFERENCE_FILE
 
 
 def default_window_spec() -> WindowSpec:

@@ -111,3 +111,18 @@ def test_params_are_every_setting_and_the_lineage(tmp_path: Path) -> None:
     tags = lineage.tags()
     assert tags["mlflow.source.git.commit"] == lineage.git_commit == git_revision()
     assert tags["streamrec.dataset_sha256"] == lineage.dataset_sha256
+
+
+def test_a_registered_model_gets_the_drift_reference_of_the_population_it_will_serve(
+    tmp_path: Path,
+) -> None:
+    from jobs.ranker.__main__ import drift_reference_argv
+
+    bundled = TrainSettings(out=tmp_path / "m")
+    argv = drift_reference_argv(bundled)
+    assert argv[1:4] == ["-m", "jobs.drift", "reference"] and "--dataset" not in argv
+    assert argv[argv.index("--out") + 1] == str(tmp_path / "m" / "drift_reference.parquet")
+    retrained = TrainSettings(out=tmp_path / "m", dataset="events", file=tmp_path / "e.jsonl")
+    argv = drift_reference_argv(retrained)
+    assert argv[argv.index("--dataset") + 1] == "events"
+    assert argv[argv.index("--file") + 1] == str(tmp_path / "e.jsonl")

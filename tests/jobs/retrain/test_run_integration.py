@@ -48,7 +48,10 @@ def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candida
     assert report.timeline == lines
     assert any("exported" in line and "events" in line for line in lines), lines
     assert report.registered.startswith("streamrec-ranker/"), lines
-    metrics = json.loads((report.folder / "candidate" / "metrics.json").read_text())
+    candidate = report.folder / "candidate"
+    metrics = json.loads((candidate / "metrics.json").read_text())
+    # Registered with the drift reference of the events it learned from.
+    assert (candidate / "drift_reference.parquet").stat().st_size > 0
     assert metrics["dataset"] == "events"
     assert metrics["split"]["train_events"] + metrics["split"]["held_out_events"] < len(events)
     against = metrics["against"]
