@@ -12,10 +12,11 @@ while its figures hold, then promote it or give all traffic back to the champion
 3. A breach (or the controller failing mid-way: figures unreadable, an interrupt):
    the routing gives the champion 100% at once (that instant is the
    rollback as users see it), then after ``settle_s`` every endpoint unloads the
-   canary and the routing key is removed. The registry version of the canary gets
-   the tags ``canary.status=rolled_back`` and ``canary.reason``.
-4. All steps held: every endpoint serves the canary alone, config.pbtxt pins it,
-   the key is removed, and the registry alias (``champion``) moves to its version.
+   canary and the routing key pins the champion alone (every answer then names its
+   version and registry version). The registry version of the canary gets the tags
+   ``canary.status=rolled_back`` and ``canary.reason``.
+4. All steps held: every endpoint serves the canary alone, config.pbtxt and the
+   routing key pin it, and the registry alias (``champion``) moves to its version.
 
 Fleet: the same steps run against each Triton endpoint given (one per replica); the
 routing key is one per model, so every worker moves together. A Kubernetes rollout
@@ -91,6 +92,12 @@ def registry_version(version_dir: Path) -> str:
     return f"{record['name']}/{record['version']}" if "name" in record else ""
 
 
+def pinned_routing(model_dir: Path, version: int, revision: int, reason: str) -> Routing:
+    """Every user on ``version``, by name: answers then name its registry version too."""
+    served = Variant(CHAMPION, version, 100.0, registry_version(model_dir / str(version)))
+    return Routing(model_dir.name, [served], revision, int(time.time() * 1000), reason)
+
+
 class Canary:
     def __init__(
         self,
@@ -131,7 +138,7 @@ class Canary:
                 check_version(endpoint, self.model, target, limits)
         except ServingError as error:
             self._load([champion])
-            self.store.clear()
+            self.pin(champion, f"canary {target} failed its probe")
             raise RolloutError(
                 f"canary {target} failed its probe; still {champion}: {error}"
             ) from error
@@ -168,6 +175,10 @@ class Canary:
         config = repository.read_config(self.model_dir)
         for endpoint in self.tritons:
             endpoint.load(self.model, repository.with_versions(config, versions))
+
+    def pin(self, version: int, reason: str) -> None:
+        self._revision += 1
+        self.store.put(pinned_routing(self.model_dir, version, self._revision, reason))
 
     def _route(self, canary_pct: float, reason: str) -> None:
         o = self._outcome
@@ -219,7 +230,7 @@ class Canary:
         self.sleep(plan.settle_s)  # requests routed before the change finish first
         self._load([o.champion])
         repository.pin_versions(self.model_dir, [o.champion])
-        self.store.clear()
+        self.pin(o.champion, f"rolled back {o.canary}: {breach}")
         o.rollback_s = self.clock() - seen
         self.say(f"unloaded {o.canary}; rolled back in {o.rollback_s:.1f} s")
         self._tag(o.canary, {"canary.status": "rolled_back", "canary.reason": str(breach)})
@@ -228,7 +239,7 @@ class Canary:
         o = self._outcome
         self._load([o.canary])
         repository.pin_versions(self.model_dir, [o.canary])
-        self.store.clear()
+        self.pin(o.canary, f"promoted {o.canary} over {o.champion}")
         o.promoted = True
         self.say(f"promoted {o.canary}; {o.champion} unloaded")
         registered = registry_version(self.model_dir / str(o.canary))

@@ -21,7 +21,7 @@ import logging
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -126,8 +126,17 @@ class TritonControl:
         return int(answer["model_version"]), scores
 
 
-def swap(control: TritonControl, model_dir: Path, target: int) -> list[int]:
-    """Serve `target` alone with no gap (see the module doc); returns the versions before."""
+def swap(
+    control: TritonControl,
+    model_dir: Path,
+    target: int,
+    before_unload: Callable[[int], None] = lambda _version: None,
+) -> list[int]:
+    """Serve `target` alone with no gap (see the module doc); returns the versions before.
+
+    ``before_unload(target)`` runs once the target is probed and before the others are
+    unloaded: the moment to move workers that ask for a version by name (the routing key).
+    """
     model = model_dir.name
     if target not in repository.versions(model_dir):
         raise RolloutError(f"{model} has no version {target} in {model_dir}")
@@ -143,6 +152,7 @@ def swap(control: TritonControl, model_dir: Path, target: int) -> list[int]:
         raise RolloutError(
             f"{model} version {target} failed; still serving {before}: {error}"
         ) from error
+    before_unload(target)
     control.load(model, repository.with_versions(config, [target]))
     repository.pin_versions(model_dir, [target])
     log.info("%s: now serving version %d only", model, target)
@@ -162,17 +172,26 @@ def check_version(
         raise RolloutError(f"probe of {model} version {version}: {problem or answered}")
 
 
-def rollout(control: TritonControl, model_dir: Path, target: int | None = None) -> int:
+def rollout(
+    control: TritonControl,
+    model_dir: Path,
+    target: int | None = None,
+    before_unload: Callable[[int], None] = lambda _version: None,
+) -> int:
     """Swap to `target` (default: the newest published version); returns it."""
     published = repository.versions(model_dir)
     if not published:
         raise RolloutError(f"nothing published in {model_dir}; run `publish` first")
     chosen = published[-1] if target is None else target
-    swap(control, model_dir, chosen)
+    swap(control, model_dir, chosen, before_unload)
     return chosen
 
 
-def rollback(control: TritonControl, model_dir: Path) -> int:
+def rollback(
+    control: TritonControl,
+    model_dir: Path,
+    before_unload: Callable[[int], None] = lambda _version: None,
+) -> int:
     """Swap to the newest published version older than the one served; returns it."""
     served = control.ready_versions(model_dir.name)
     if not served:
@@ -180,7 +199,7 @@ def rollback(control: TritonControl, model_dir: Path) -> int:
     older = [v for v in repository.versions(model_dir) if v < max(served)]
     if not older:
         raise RolloutError(f"{model_dir.name} serves {max(served)}; no older version to go to")
-    swap(control, model_dir, older[-1])
+    swap(control, model_dir, older[-1], before_unload)
     return older[-1]
 
 

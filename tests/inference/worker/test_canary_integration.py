@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from inference.serving import repository
-from inference.serving.canary_run import Canary, Plan, RoutingStore
+from inference.serving import cli, repository
+from inference.serving.canary_run import Canary, Plan, RoutingStore, pinned_routing
 from inference.serving.control import TritonControl
 from inference.serving.errors import ServingError
 from inference.serving.registered import publish_registered
@@ -25,11 +25,12 @@ from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import RegistryClient
 from schemas.records import RecRequest
-from schemas.routing import Routing, Variant, encode, routing_key, variant_of
-from tests.conftest import TritonServer
+from schemas.routing import Routing, Variant, decode, encode, routing_key, variant_of
+from tests.conftest import Endpoints, TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
 from tests.inference.worker.world import World
+from tests.support import requirements
 from tests.support.bad_model import nan_at_traffic_shapes
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -179,7 +180,7 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
         assert rolled_back.breach.check == "error_rate", rolled_back.timeline
         assert rolled_back.rollback_s is not None and rolled_back.rollback_s < plan.hold_s
         assert control.ready_versions(triton.model) == [champion]
-        assert redis_client.get(key) is None
+        assert pinned(redis_client, key) == (champion, REGISTERED[champion])
         name, number = REGISTERED[bad].split("/")
         tags = registry.model_version_tags(name, number)
         assert tags["canary.status"] == "rolled_back" and "error_rate" in tags["canary.reason"]
@@ -188,7 +189,7 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
         assert promoted.promoted and promoted.breach is None, promoted.timeline
         assert control.ready_versions(triton.model) == [good]
         assert repository.pinned_versions(model_dir) == [good]
-        assert redis_client.get(key) is None
+        assert pinned(redis_client, key) == (good, REGISTERED[good])
         name, number = REGISTERED[good].split("/")
         assert registry.get_by_alias(name, "champion").version == number
         sent = stream.stop()
@@ -204,9 +205,11 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
     outside = [r for r in recs if r.degraded and r.variant != "canary"]
     assert outside == [], outside[:3]  # ...and nobody else
     assert {r.model_version for r in recs[-50:]} == {f"{triton.model}:{good}"}
-    # Answers under a split name the registry version that scored them.
+    # Answers under a routing name the registry version that scored them; after the
+    # promotion the routing pins the winner, so every answer does.
     canary_answers = [r for r in recs if r.variant == "canary" and not r.degraded]
     assert {r.registry_version for r in canary_answers} == {REGISTERED[good]}
+    assert {r.registry_version for r in recs[-20:]} == {REGISTERED[good]}
 
 
 def test_a_canary_whose_figures_cannot_be_read_is_rolled_back(
@@ -227,4 +230,36 @@ def test_a_canary_whose_figures_cannot_be_read_is_rolled_back(
         canary.run(good, Plan(steps=(50, 100), hold_s=5.0, poll_s=0.5, settle_s=0.5))
     assert control.ready_versions(triton.model) == [champion]
     assert repository.pinned_versions(model_dir) == [champion]
-    assert redis_client.get(key) is None
+    assert pinned(redis_client, key) == (champion, REGISTERED[champion])
+
+
+def test_a_swap_by_hand_moves_the_pin_before_it_unloads(
+    triton: TritonServer,
+    world_project: str,
+    redis_client: redis.Redis,
+    stack: Endpoints,
+    versions: tuple[int, int, int],
+) -> None:
+    champion, good, _ = versions
+    model_dir = triton.repository / triton.model
+    key = routing_key(world_project, triton.model)
+    redis_client.set(key, encode(pinned_routing(model_dir, champion, 1, "test")))
+    redis_url = requirements.redis_url(stack.redis_url)
+    args = ["--repository", str(triton.repository), "--url", triton.http_url,
+            "--redis-url", redis_url, "--project", world_project]  # fmt: skip
+    try:
+        assert cli.main([*args, "rollout", "--model", triton.model, "--version", str(good)]) == 0
+        assert pinned(redis_client, key) == (good, REGISTERED[good])
+        assert cli.main([*args, "rollback", "--model", triton.model]) == 0
+        assert pinned(redis_client, key)[0] < good
+    finally:
+        redis_client.delete(key)
+
+
+def pinned(client: redis.Redis, key: str) -> tuple[int, str]:
+    """The one version a pinned routing names, and its registry version."""
+    raw = client.get(key)
+    assert isinstance(raw, bytes), f"no routing at {key}"
+    (variant,) = decode(raw).variants
+    assert variant.share_pct == 100
+    return variant.version, variant.registry_version
