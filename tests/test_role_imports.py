@@ -42,6 +42,7 @@ ROLES = {
     "replay": Role("jobs.replay", ()),
     # Trains and canaries in processes of their own: an install of it holds both roles.
     "retrain": Role("jobs.retrain", ("train", "serving")),
+    "outcome": Role("jobs.outcomes", ("outcome",)),
     # The stack manager starts Flink from the apache-flink wheel: it needs that extra.
     "stack": Role("jobs.localstack", ("flink",)),
 }

@@ -1,0 +1,1 @@
+"""The online outcome of recommendations: did the user act on a recommended item soon after?"""
