@@ -1,4 +1,5 @@
-# The project's Python processes: inference worker, feature writer, drift job, replay.
+# The project's Python processes: inference worker, feature writer, drift job, outcome job,
+# replay.
 # One image, several commands (compose and the Kubernetes manifests pick the command).
 # Build from the repository root:  docker build -f docker/app.Dockerfile -t streamrec-app .
 FROM python:3.11-slim-bookworm
@@ -15,8 +16,9 @@ COPY jobs ./jobs
 COPY inference ./inference
 COPY feature_repo ./feature_repo
 
-# The worker, feature-writer and drift roles; training and Flink have images of their own.
-ARG EXTRAS=worker,writer,drift
+# The worker, feature-writer, drift and outcome roles; training and Flink have images of
+# their own.
+ARG EXTRAS=worker,writer,drift,outcome
 RUN pip install --no-cache-dir ".[${EXTRAS}]"
 
 # Unprivileged at run time; reports and artifacts come in as volumes.
@@ -24,7 +26,8 @@ RUN useradd --create-home --uid 10001 streamrec && mkdir -p /reports /artifacts 
     && chown streamrec /reports
 USER streamrec
 ENV PYTHONUNBUFFERED=1
-# Worker metrics 9108, drift job metrics 9109; they bind loopback unless
-# STREAMREC_WORKER_METRICS_HOST / STREAMREC_DRIFT_METRICS_HOST say 0.0.0.0 (compose, k8s).
-EXPOSE 9108 9109
+# Worker metrics 9108, drift job metrics 9109, outcome job metrics 9111; they bind loopback
+# unless STREAMREC_WORKER_METRICS_HOST / STREAMREC_DRIFT_METRICS_HOST /
+# STREAMREC_OUTCOME_METRICS_HOST say 0.0.0.0 (compose, k8s).
+EXPOSE 9108 9109 9111
 CMD ["python", "-m", "inference.worker", "--help"]

@@ -48,7 +48,7 @@ ROLES = {
 }
 # The roles whose commands compose and k8s run in each image.
 IMAGE_ROLES = {
-    "app.Dockerfile": ("worker", "writer", "drift", "replay"),
+    "app.Dockerfile": ("worker", "writer", "drift", "outcome", "replay"),
     "flink.Dockerfile": ("features",),
 }
 

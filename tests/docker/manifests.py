@@ -71,6 +71,7 @@ def code_ports() -> dict[str, int]:
     from inference.worker.settings import WorkerSettings
     from jobs.drift.settings import DriftSettings
     from jobs.localstack.settings import StackSettings
+    from jobs.outcomes.settings import OutcomeSettings
 
     stack = StackSettings(home=Path(), cache_dir=Path())
     return {
@@ -80,6 +81,7 @@ def code_ports() -> dict[str, int]:
         "flink-rpc": stack.flink_rpc_port,
         "worker-metrics": WorkerSettings().metrics_port,
         "drift-metrics": DriftSettings().metrics_port,
+        "outcome-metrics": OutcomeSettings().metrics_port,
         "triton-http": 8000,
         "triton-grpc": 8001,
         "triton-metrics": 8002,

@@ -23,7 +23,7 @@ SCHEMA = Path(__file__).parent / "schemas" / "compose-spec.json"
 EXPECTED_SERVICES = {
     "kafka", "redis", "flink-jobmanager", "flink-taskmanager", "feature-job",
     "feature-writer", "triton", "worker", "drift", "prometheus", "grafana", "alertmanager",
-    "canary",
+    "canary", "outcome",
 }  # fmt: skip
 # Mount sources that are generated, not committed: the ranker's artifacts (make train).
 GENERATED_MOUNTS = {"../.cache/ranker"}
@@ -167,12 +167,15 @@ def test_tritons_model_control_needs_a_key_on_both_endpoints(services: dict[str,
 def test_metrics_listen_in_their_containers_on_the_code_ports(services: dict[str, Any]) -> None:
     ports = code_ports()
     worker, drift = services["worker"]["environment"], services["drift"]["environment"]
+    outcome = services["outcome"]["environment"]
     # The code binds loopback by default; in a container Prometheus scrapes over the network.
     assert worker["STREAMREC_WORKER_METRICS_HOST"] == drift["STREAMREC_DRIFT_METRICS_HOST"]
+    assert worker["STREAMREC_WORKER_METRICS_HOST"] == outcome["STREAMREC_OUTCOME_METRICS_HOST"]
     assert worker["STREAMREC_WORKER_METRICS_HOST"] == "0.0.0.0"
     assert worker["STREAMREC_WORKER_METRICS_PORT"] == str(ports["worker-metrics"])
     assert worker["STREAMREC_TRITON_URL"] == f"triton:{ports['triton-grpc']}"
     assert drift["STREAMREC_DRIFT_METRICS_PORT"] == str(ports["drift-metrics"])
+    assert outcome["STREAMREC_OUTCOME_METRICS_PORT"] == str(ports["outcome-metrics"])
     triton = services["triton"]["command"]
     for flag in ("http", "grpc", "metrics"):
         assert f"--{flag}-port={ports['triton-' + flag]}" in triton

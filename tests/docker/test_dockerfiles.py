@@ -25,7 +25,11 @@ def test_exposed_ports_are_the_code_defaults() -> None:
         p.name: {int(n) for n in re.findall(r"^EXPOSE (.+)$", p.read_text(), re.M)[0].split()}
         for p in dockerfiles()
     }
-    assert exposed["app.Dockerfile"] == {ports["worker-metrics"], ports["drift-metrics"]}
+    assert exposed["app.Dockerfile"] == {
+        ports["worker-metrics"],
+        ports["drift-metrics"],
+        ports["outcome-metrics"],
+    }
     assert {ports["flink-rest"], ports["flink-rpc"]} <= exposed["flink.Dockerfile"]
 
 

@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.docker.manifests import DOCKER, code_env_names, code_ports, k8s_documents
+from tests.docker.manifests import DOCKER, code_env_names, code_ports, compose, k8s_documents
 
 _META = {
     "type": "object",
@@ -377,6 +377,7 @@ def test_ports_and_claims_match() -> None:
     exposed = {name: {p["containerPort"] for p in c.get("ports", [])} for name, c in containers()}
     assert exposed["worker"] == {ports["worker-metrics"]}
     assert exposed["drift"] == {ports["drift-metrics"]}
+    assert exposed["outcome"] == {ports["outcome-metrics"]}
     assert exposed["triton"] == {
         ports["triton-http"],
         ports["triton-grpc"],
@@ -412,6 +413,19 @@ def test_writers_are_no_more_than_the_changelogs_partitions() -> None:
     assert 1 <= writer["spec"]["replicas"] <= CHANGELOG_PARTITIONS
     (container,) = writer["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "jobs.feature_writer"]
+
+
+def test_the_outcome_job_is_one_kafka_only_instance() -> None:
+    outcome = by_kind("Deployment")["outcome"]
+    # Its join state is in memory: a second instance would split a user's records.
+    assert outcome["spec"]["replicas"] == 1
+    assert outcome["spec"]["strategy"]["type"] == "Recreate"
+    (container,) = outcome["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == compose()["services"]["outcome"]["command"]
+    assert container["command"] == ["python", "-m", "jobs.outcomes"]
+    # Kafka only: no Redis URL, no Triton key, no artifacts.
+    assert set(env_of("outcome")) == {"STREAMREC_KAFKA_CONFIG"}
+    assert [m["mountPath"] for m in container["volumeMounts"]] == ["/tmp"]
 
 
 @pytest.mark.parametrize("path", sorted((DOCKER / "k8s").glob("*.yaml")), ids=lambda p: p.name)
@@ -475,7 +489,7 @@ def test_secrets_come_by_secret_key_ref() -> None:
 
     for deployment in ("worker", "feature-writer"):
         assert secret(deployment, "STREAMREC_REDIS_URL") == ("streamrec-redis", "url")
-    for deployment in ("worker", "drift", "feature-writer", "feature-job/jobManager"):
+    for deployment in ("worker", "drift", "outcome", "feature-writer", "feature-job/jobManager"):
         assert secret(deployment, "STREAMREC_KAFKA_CONFIG") == ("streamrec-kafka", "config")
     assert secret("feature-job/jobManager", "STREAMREC_KAFKA_JAVA_CONFIG") == (
         "streamrec-kafka",
@@ -502,6 +516,9 @@ def test_metrics_listen_on_the_pod_address() -> None:
     assert env_of("worker")["STREAMREC_WORKER_METRICS_HOST"]["value"] == "0.0.0.0"
     drift = by_kind("ConfigMap")["streamrec-drift-config"]["data"]
     assert drift["STREAMREC_DRIFT_METRICS_HOST"] == "0.0.0.0"
+    outcome = by_kind("ConfigMap")["streamrec-outcome-config"]["data"]
+    assert outcome["STREAMREC_OUTCOME_METRICS_HOST"] == "0.0.0.0"
+    assert outcome["STREAMREC_OUTCOME_METRICS_PORT"] == str(code_ports()["outcome-metrics"])
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -540,6 +557,7 @@ def test_policies_let_in_only_what_the_pipeline_needs() -> None:
     assert allowed("triton", "grpc") == [worker]
     assert allowed("triton", "metrics") == [PROMETHEUS]
     assert allowed("worker", "metrics") == allowed("drift", "metrics") == [PROMETHEUS]
+    assert allowed("outcome", "metrics") == [PROMETHEUS]
     assert [p["podSelector"]["matchLabels"] for p in allowed("triton", "http")] == [
         {"app.kubernetes.io/name": "serving"}
     ]
@@ -547,6 +565,7 @@ def test_policies_let_in_only_what_the_pipeline_needs() -> None:
     (peer,) = redis[0]["from"]
     assert _selects(peer["podSelector"], {"app.kubernetes.io/name": "worker"})
     assert not _selects(peer["podSelector"], {"app.kubernetes.io/name": "drift"})
+    assert not _selects(peer["podSelector"], {"app.kubernetes.io/name": "outcome"})
     assert [p["port"] for p in redis[0]["ports"]] == [code_ports()["redis"]]
 
 

@@ -77,6 +77,7 @@ def test_prometheus_scrapes_every_process_on_its_port() -> None:
     ports = code_ports()
     assert targets["worker"] == {f"worker:{ports['worker-metrics']}"}
     assert targets["drift"] == {f"drift:{ports['drift-metrics']}"}
+    assert targets["outcome"] == {f"outcome:{ports['outcome-metrics']}"}
     assert targets["triton"] == {f"triton:{ports['triton-metrics']}"}
     flink = yaml.safe_load((DOCKER / "flink" / "config.yaml").read_text())
     reporter = flink["metrics"]["reporter"]["prom"]
