@@ -4,6 +4,7 @@ rolls a failing version back and promotes a good one (Kafka, Redis, Triton, a wo
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import threading
 import time
@@ -15,18 +16,20 @@ import pytest
 import redis
 
 from inference.serving import cli, repository
+from inference.serving.canary import VariantFigures
 from inference.serving.canary_run import Canary, Plan, RoutingStore, pinned_routing
 from inference.serving.control import TritonControl
 from inference.serving.errors import ServingError
 from inference.serving.registered import publish_registered
 from inference.serving.worker_metrics import scrape
+from jobs.localstack import Stack, StackSettings
 from jobs.ranker.registry import log_and_register
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import RegistryClient
 from schemas.records import RecRequest
 from schemas.routing import Routing, Variant, decode, encode, routing_key, variant_of
-from tests.conftest import Endpoints, TritonServer
+from tests.conftest import REPO_ROOT, Endpoints, TritonServer, distinct_free_ports
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
 from tests.inference.worker.world import World
@@ -263,3 +266,51 @@ def pinned(client: redis.Redis, key: str) -> tuple[int, str]:
     (variant,) = decode(raw).variants
     assert variant.share_pct == 100
     return variant.version, variant.registry_version
+
+
+@pytest.fixture
+def second_triton(triton: TritonServer, tmp_path: Path) -> Iterator[TritonControl]:
+    """Another tritonserver over the same model repository: a second replica."""
+    http, grpc, metrics = distinct_free_ports(3)
+    settings = StackSettings(
+        home=tmp_path / "replica",
+        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
+        triton_http_port=http, triton_grpc_port=grpc, triton_metrics_port=metrics,
+        triton_model_repository=triton.repository, triton_models=(),
+    )  # fmt: skip
+    replica = Stack(settings)
+    replica.up(["triton"])
+    try:
+        yield TritonControl(settings.triton_http_url)
+    finally:
+        replica.down(["triton"])
+
+
+def test_a_canary_moves_every_replica_together(
+    triton: TritonServer,
+    world_project: str,
+    redis_client: redis.Redis,
+    versions: tuple[int, int, int],
+    second_triton: TritonControl,
+) -> None:
+    champion, good, bad = versions
+    model_dir = triton.repository / triton.model
+    first = TritonControl(triton.http_url)
+    config = repository.read_config(model_dir)
+    second_triton.load(triton.model, repository.with_versions(config, [champion]))
+    key = routing_key(world_project, triton.model)
+    replicas = [first, second_triton]
+    # The figures stand for the workers' (the worker path is the tests above): the bad
+    # canary's first window has a model error, the good one's none.
+    failing = {"canary": VariantFigures({"ok": 0.0, "model_error": 1.0})}
+    plan = Plan(steps=(50, 100), hold_s=2.0, poll_s=0.5, settle_s=0.2)
+    store = RoutingStore(redis_client, key)
+    try:
+        rolled_back = Canary(replicas, model_dir, store, lambda: failing).run(bad, plan)
+        assert rolled_back.breach is not None and rolled_back.breach.check == "error_rate"
+        assert [r.ready_versions(triton.model) for r in replicas] == [[champion], [champion]]
+        promoted = Canary(replicas, model_dir, store, dict).run(good, plan)
+        assert promoted.promoted
+        assert [r.ready_versions(triton.model) for r in replicas] == [[good], [good]]
+    finally:
+        redis_client.delete(key)
