@@ -55,7 +55,7 @@ fuzz: $(STAMP) ## poison fuzzing: codec, Java parser parity, and FUZZ_INPUTS inp
 		tests/jobs/features/test_parser_parity.py tests/inference/worker/test_poison_integration.py \
 		tests/jobs/features/test_poison_integration.py
 
-faults: $(STAMP) ## the fault runs too long for make test (marked long): broker restarts, Flink restore
+faults: $(STAMP) ## the runs too long for make test (marked long): broker restarts, Flink restore, cluster vs local
 	$(PY) -m pytest -m long
 
 chaos: $(STAMP) ## the fault suite end to end under load (CHAOS_ARGS for flags; --help); ends with RESULT

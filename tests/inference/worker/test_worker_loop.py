@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -218,25 +219,28 @@ def test_each_answer_names_its_variant_and_the_variants_are_counted_apart(
 ) -> None:
     monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
     worker, stop = memory_worker([requests("a", 40)], exactly_once=False)
-    variants = [Variant("b", 2, 50.0, "streamrec-ranker/9"), Variant("a", 1, 50.0, "r/8")]
+    # Names of this test's own: counters may live in files shared by the whole test process
+    # (prometheus_client's multiprocess mode, which importing the Feast SDK turns on).
+    b, a = f"b{uuid.uuid4().hex[:6]}", f"a{uuid.uuid4().hex[:6]}"
+    variants = [Variant(b, 2, 50.0, "streamrec-ranker/9"), Variant(a, 1, 50.0, "r/8")]
     split = Routing("ranker_python", variants, 1, 1_700_000_000_000)
     raw = encode(split)
     worker.routing = RoutingWatcher(lambda: raw, 60_000, worker._routing_changed)
     asyncio.run(worker.run(stop))
     assert isinstance(worker.sink, MemorySink)
     recs = worker.sink.recommendations
-    assert {r.variant for r in recs} == {"a", "b"}
+    assert {r.variant for r in recs} == {a, b}
     for rec in recs:
         variant = variant_of(split, rec.user_id)
         assert (rec.variant, rec.registry_version) == (variant.name, variant.registry_version)
     registry = worker.metrics.registry
-    for name in ("a", "b"):
+    for name in (a, b):
         answered = registry.get_sample_value(
             "streamrec_worker_variant_answers_total", {"variant": name, "outcome": "ok"}
         )
         assert answered == sum(r.variant == name for r in recs)
     share = registry.get_sample_value(
         "streamrec_worker_routing_share",
-        {"variant": "b", "version": "2", "registry_version": "streamrec-ranker/9"},
+        {"variant": b, "version": "2", "registry_version": "streamrec-ranker/9"},
     )
     assert share == 50.0

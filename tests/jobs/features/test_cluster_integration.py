@@ -36,6 +36,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackSettings]
         stack.down(["flink"])
 
 
+# 85 s on a loaded box: `make faults` runs it; the cluster path stays in make test through
+# tests/jobs/localstack/test_flink_integration.py (a submitted SQL job).
+@pytest.mark.long
 def test_cluster_run_equals_local_run(
     cluster: StackSettings, kafka: KafkaSettings, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:

@@ -17,8 +17,8 @@ from tests.inference.worker.world import stream_events
 from tests.support.events import produce_timed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
-TRAIN_ARGS = ("--max-train-rows 3000 --max-eval-rows 200 --epochs 2 --dim 8 "
-              "--full-eval-rows 50 --threads 1")  # fmt: skip
+TRAIN_ARGS = ("--max-train-rows 2000 --max-eval-rows 200 --epochs 1 --dim 8 "
+              "--full-eval-rows 20 --threads 1")  # fmt: skip
 
 
 def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candidate(
