@@ -127,13 +127,11 @@ class Worker:
         self._scoring = threading.Event()
 
     def _routing_watcher(self) -> RoutingWatcher | None:
-        if not self.settings.routing_poll_ms:
+        # A version split needs Triton; the in-process scorers have one version only.
+        if not self.settings.routing_poll_ms or self.settings.scorer != "triton":
             return None
         client = redis_client(self.settings)
         key = routing_key(self.settings.project, self.settings.triton_model)
-        # A version split needs Triton; the in-process scorers have one version only.
-        if self.settings.scorer != "triton":
-            return None
 
         def read() -> bytes | None:
             value: bytes | None = client.get(key)  # type: ignore[assignment]
