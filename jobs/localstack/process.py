@@ -27,9 +27,36 @@ def read_cmdline(pid: int, proc: Path = Path("/proc")) -> str:
     return raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
 
 
-def is_ours(pid: int, marker: str, proc: Path = Path("/proc")) -> bool:
-    """True if `pid` runs and its command line carries `marker`."""
-    return pid > 0 and marker in read_cmdline(pid, proc)
+def process_state(pid: int, proc: Path = Path("/proc")) -> str:
+    """The one-letter state of `pid` (R, S, D, Z, ...); "" if there is no such process."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return ""
+    # The command name in parentheses may contain spaces; the state follows it.
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[0] if fields else ""
+
+
+def is_ours(pid: int, marker: str, proc: Path = Path("/proc"), settle_s: float = 1.0) -> bool:
+    """True if `pid` runs and its command line carries `marker`.
+
+    A live process shows an empty command line for a moment inside every exec (the
+    kernel installs the new memory before the new argv), and a launcher such as
+    `nice` execs a second time after spawn() saw the first one through. So an empty
+    command line of a process that is not a zombie is read again for up to
+    `settle_s` before it counts as not ours.
+    """
+    if pid <= 0:
+        return False
+    deadline = time.monotonic() + settle_s
+    while True:
+        cmdline = read_cmdline(pid, proc)
+        if cmdline:
+            return marker in cmdline
+        if process_state(pid, proc) in ("", "Z", "X") or time.monotonic() >= deadline:
+            return False
+        time.sleep(_POLL_S / 20)
 
 
 def read_pidfile(path: Path) -> int | None:

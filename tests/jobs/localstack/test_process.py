@@ -2,6 +2,8 @@
 
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +31,35 @@ def test_cmdline_of_this_process() -> None:
 def test_pid_without_the_marker_is_not_ours(marker: str) -> None:
     assert not process.is_ours(os.getpid(), marker)
     assert not process.is_ours(0, "")
+
+
+def _fake_proc(tmp_path: Path, cmdline: bytes, state: str) -> Path:
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "proc" / "42" / "cmdline").write_bytes(cmdline)
+    (tmp_path / "proc" / "42" / "stat").write_text(f"42 (py thon) {state} 1 42 42 0\n")
+    return tmp_path / "proc"
+
+
+def test_a_process_inside_exec_is_still_ours(tmp_path: Path) -> None:
+    # Inside an exec the argv reads empty while the process runs; it shows up a moment later.
+    proc = _fake_proc(tmp_path, b"", "R")
+    later = threading.Timer(0.05, (proc / "42" / "cmdline").write_bytes, [b"python\0-m\0svc\0"])
+    later.start()
+    assert process.is_ours(42, "svc", proc)
+    later.join()
+
+
+def test_an_empty_argv_counts_as_gone_for_zombies_at_once_and_otherwise_after_the_settle_time(
+    tmp_path: Path,
+) -> None:
+    zombie = _fake_proc(tmp_path / "z", b"", "Z")
+    started = time.monotonic()
+    assert not process.is_ours(42, "svc", zombie)
+    assert time.monotonic() - started < 0.05
+    assert process.process_state(42, zombie) == "Z"
+    assert process.process_state(43, zombie) == ""
+    stuck = _fake_proc(tmp_path / "k", b"", "S")  # a kernel thread never gets an argv
+    assert not process.is_ours(42, "svc", stuck, settle_s=0.1)
 
 
 def test_stale_pidfile_of_a_recycled_pid_is_cleared(tmp_path: Path, marker: str) -> None:

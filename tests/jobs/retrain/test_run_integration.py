@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,12 @@ def champion_model(settings: RetrainSettings, tmp_path: Path) -> Path:
     older = tmp_path / "older.jsonl"
     older.write_bytes(b"".join(lines[: len(lines) // 2]))
     out = tmp_path / "champion"
-    subprocess.run(
+    # The champion stands beside the registry, not in it: only the candidate is registered.
+    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    done = subprocess.run(
         [sys.executable, "-m", "jobs.ranker", "--dataset", "events", "--file", str(older),
          "--out", str(out), *TRAIN_ARGS.split()],
-        check=True, capture_output=True,
+        capture_output=True, text=True, env=env,
     )  # fmt: skip
+    assert done.returncode == 0, f"champion training failed:\n{done.stderr[-4000:]}"
     return out
