@@ -21,6 +21,7 @@ from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 from tests.conftest import TopicFactory
 from tests.jobs.features.harness import (
+    ChangelogTail,
     changelog,
     dead_letters,
     kill,
@@ -116,11 +117,11 @@ def newest_checkpoint_after(checkpoints: Path, moment: float) -> Callable[[], bo
 
 
 def all_windows_fired(
-    kafka: KafkaSettings, topic: str, expected: dict[str, Sequence[FeatureUpdate]]
+    tail: ChangelogTail, expected: dict[str, Sequence[FeatureUpdate]]
 ) -> Callable[[], bool]:
     def check() -> bool:
-        views = changelog(kafka, topic)
-        return all(len(as_set(views[view])) >= len(rows) for view, rows in expected.items())
+        tail.read()
+        return all(len(tail.distinct[view]) >= len(rows) for view, rows in expected.items())
 
     return check
 
@@ -138,7 +139,7 @@ def test_restore_from_checkpoint_after_a_kill(
 ) -> None:
     topics = topics_for(topic_factory, partitions=2)
     options = ReplayOptions(dataset="taobao-9days", topic=topics.source, sort_by_time=True,
-                            loops=4)  # fmt: skip
+                            loops=2)  # fmt: skip
     assert run_replay(options, kafka).ok
     events = list(replay_events(options, RowAudit()))
     checkpoints = tmp_path / "checkpoints"
@@ -162,12 +163,12 @@ def test_restore_from_checkpoint_after_a_kill(
         "category_window": category_windows(items, SPEC),
     }
     restored = start(kafka, topics, [*flags, "--restore-from", "latest"])
+    tail = ChangelogTail(kafka, topics.changelog)
     try:
-        fired = all_windows_fired(kafka, topics.changelog, expected)
-        wait_until(fired, "every window after the restore", timeout_s=300)
+        wait_until(all_windows_fired(tail, expected), "every window after the restore", 300)
     finally:
         kill(restored)
-    views = changelog(kafka, topics.changelog)
+    views = tail.read()
     assert 0 < written_before < sum(len(rows) for rows in views.values())
     # At-least-once output: rows emitted after the checkpoint come again, identical,
     # so the distinct rows must equal an uninterrupted run's; a double-counted event
@@ -215,10 +216,9 @@ def test_events_late_before_a_kill_stay_late_after_the_restore(
             send(producer, topics.source, event(user, minutes, item), key=str(user).encode())
         good = [BehaviorEvent(u, i, 100, "pv", T + int(m * MIN)) for u, m, i in before + after]
         expected = [w for w in user_windows(good, SPEC) if w.user_id < 900]
-        wait_until(
-            all_windows_fired(kafka, topics.changelog, {"user_window": expected}), "the windows"
-        )
-        rows = changelog(kafka, topics.changelog)["user_window"]
+        tail = ChangelogTail(kafka, topics.changelog)
+        wait_until(all_windows_fired(tail, {"user_window": expected}), "the windows")
+        rows = tail.read()["user_window"]
         windows = [w for w in rows if w.user_id < 900]  # type: ignore[union-attr]
         assert as_set(windows) == as_set(expected)  # no old window fired again for a late event
         wait_until(lambda: len(read_all(kafka, topics.dead_letters)) >= len(late), "dlq", 30)
