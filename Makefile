@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-serving train worker bench-e2e bench-sla eval-online
 
@@ -28,8 +28,11 @@ up: $(STAMP) ## start the local stack (Kafka, Redis, Flink, Triton); idempotent
 down: $(STAMP) ## stop the local stack, leaving no process behind
 	$(PY) -m jobs.localstack down
 
-status: $(STAMP) ## show what the local stack runs and whether it is healthy
+status: $(STAMP) ## show what the local stack runs, whether it is healthy, and every metrics port
 	$(PY) -m jobs.localstack status
+
+observe: $(STAMP) ## start Prometheus beside the running stack (loopback :9090) and print where to look
+	$(PY) -m jobs.localstack observe $(if $(PANELS),--panels $(PANELS))
 
 lint: $(STAMP) ## ruff and mypy
 	$(PY) -m ruff check .

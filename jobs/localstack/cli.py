@@ -7,14 +7,18 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jobs.localstack.errors import StackError
+from jobs.localstack.observe import observe
+from jobs.localstack.prometheus_server import part_targets
 from jobs.localstack.roles import ROLES, role_env
 from jobs.localstack.service import ServiceStatus
 from jobs.localstack.settings import StackSettings
-from jobs.localstack.stack import ALIASES, REGISTRY, Stack
+from jobs.localstack.stack import ALIASES, OPTIONAL, REGISTRY, Stack
 
 _KNOWN = ", ".join(name for name, _ in REGISTRY)
 _ALIASES = "; ".join(f"{alias} = {'+'.join(members)}" for alias, members in ALIASES.items())
@@ -29,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
         "STREAMREC_REDIS_PORT, STREAMREC_FLINK_REST_PORT (also the web UI), "
         "STREAMREC_FLINK_RPC_PORT, STREAMREC_TRITON_HTTP_PORT, STREAMREC_TRITON_GRPC_PORT, "
         "STREAMREC_TRITON_METRICS_PORT; Triton serves STREAMREC_TRITON_MODEL_REPOSITORY "
-        "(default .stack/models) and loads the published ones of STREAMREC_TRITON_MODELS.",
+        "(default .stack/models) and loads the published ones of STREAMREC_TRITON_MODELS. "
+        "Prometheus (STREAMREC_PROMETHEUS_PORT) starts only when named or with `observe`.",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     helps = {
@@ -37,11 +42,22 @@ def build_parser() -> argparse.ArgumentParser:
         "down": "stop the services, leaving no process behind",
         "status": "show the services; exit 1 if any is not healthy",
         "env": "write the variables one role of the pipeline runs with (an env file)",
+        "observe": "start a Prometheus scraping every part on this machine (make observe) "
+        "and print where to look",
     }
     for name, text in helps.items():
         sub = commands.add_parser(name, help=text, description=text)
         if name == "env":
             _env_flags(sub)
+            continue
+        if name == "observe":
+            sub.add_argument(
+                "--panels",
+                type=float,
+                default=0.0,
+                metavar="MINUTES",
+                help="also print every dashboard query's reading over the last MINUTES",
+            )
             continue
         sub.add_argument(
             "--services",
@@ -80,10 +96,26 @@ def write_env(settings: StackSettings, role: str, out: Path | None) -> str:
 
 
 def format_table(rows: Sequence[ServiceStatus]) -> str:
-    header = ("SERVICE", "STATE", "PID", "ENDPOINT", "LOG")
+    header = ("SERVICE", "STATE", "PID", "ENDPOINT", "METRICS", "LOG")
     cells = [header] + [
-        (r.name, _state(r), str(r.pid or "-"), r.endpoint, str(r.log_path)) for r in rows
+        (r.name, _state(r), str(r.pid or "-"), r.endpoint, r.metrics or "-", str(r.log_path))
+        for r in rows
     ]
+    return _aligned(cells)
+
+
+def format_parts(answering: Mapping[str, bool], environ: Mapping[str, str]) -> str:
+    """The pipeline parts' /metrics endpoints (not started by the stack) and whether they answer."""
+    targets = part_targets(environ)
+    cells = [("PART", "METRICS", "STATE")] + [
+        (job, f"http://{target}/metrics", "answering" if answering.get(job) else "not running")
+        for job, (target, *_) in targets.items()
+    ]
+    return _aligned(cells)
+
+
+def _aligned(cells: Sequence[Sequence[str]]) -> str:
+    header = cells[0]
     widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
     return "\n".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -103,8 +135,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command == "env":
         print(write_env(settings, args.role, args.out), end="")
         return 0
-    services = [name.strip() for name in args.services.split(",") if name.strip()] or None
     stack = Stack(settings)
+    if args.command == "observe":
+        print(observe(stack, panels_minutes=args.panels))
+        return 0
+    services = [name.strip() for name in args.services.split(",") if name.strip()] or None
     if args.command == "up":
         started = time.monotonic()
         stack.up(services, timeout_s=args.timeout)
@@ -119,7 +154,24 @@ def run(argv: Sequence[str] | None = None) -> int:
         return 0
     rows = stack.status(services)
     print(format_table(rows))
-    return 0 if all(row.healthy for row in rows) else 1
+    if not services:
+        answering = {job: metrics_answer(t[0]) for job, t in part_targets(os.environ).items()}
+        print("\n" + format_parts(answering, os.environ))
+    # An optional service (Prometheus) that was never started is not a failure.
+    return 0 if all(row.healthy or _optional_and_off(row, services) for row in rows) else 1
+
+
+def _optional_and_off(row: ServiceStatus, named: Sequence[str] | None) -> bool:
+    return not named and row.name in OPTIONAL and not row.running
+
+
+def metrics_answer(target: str, timeout_s: float = 1.0) -> bool:
+    """Whether ``host:port`` serves /metrics now."""
+    try:
+        with urllib.request.urlopen(f"http://{target}/metrics", timeout=timeout_s) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

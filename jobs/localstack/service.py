@@ -20,6 +20,8 @@ class ServiceStatus:
     pid: int | None
     endpoint: str
     log_path: Path
+    # Its Prometheus /metrics URL; "" for a service that exports none.
+    metrics: str = ""
 
 
 class Service(abc.ABC):
@@ -93,6 +95,10 @@ class Service(abc.ABC):
     def exports(self) -> dict[str, str]:
         """Environment variables a user would export to point clients at this service."""
         return {}
+
+    def metrics_url(self) -> str:
+        """Where Prometheus scrapes this service; "" if it exports no metrics."""
+        return ""
 
     # Optional, hence not abstract: most services need no set-up once running.
     def after_start(self) -> None:  # noqa: B027

@@ -53,6 +53,14 @@ class StackSettings(Settings):
     triton_grpc_port: int = _port(8001, "STREAMREC_TRITON_GRPC_PORT", "Triton gRPC")
     triton_metrics_port: int = _port(8002, "STREAMREC_TRITON_METRICS_PORT", "Triton metrics")
     mlflow_port: int = _port(5000, "STREAMREC_MLFLOW_PORT", "MLflow tracking server")
+    prometheus_port: int = _port(9090, "STREAMREC_PROMETHEUS_PORT", "Prometheus (make observe)")
+    # Every 2 s: a first incident shows on the dashboard within seconds, and a rate over
+    # a few scrapes is still smooth.
+    prometheus_scrape_interval_s: float = setting(
+        2.0,
+        env="STREAMREC_PROMETHEUS_SCRAPE_INTERVAL_S",
+        help="how often the local Prometheus scrapes every part, in seconds",
+    )
     # Committed and touched at start (-Xms equal to -Xmx, as Kafka's own start script
     # sizes it, plus pre-touch): the broker's memory is its size from the first minute,
     # and no GC pause on the request path waits for the kernel to hand out a page.
@@ -84,6 +92,8 @@ class StackSettings(Settings):
         for name in self.__dataclass_fields__:
             if name.endswith("_port") and not 0 < (port := getattr(self, name)) < 65536:
                 raise StackError(f"{self.variable(name)}={port} is outside 1..65535")
+        if not 0.1 <= self.prometheus_scrape_interval_s <= 60:
+            raise StackError(f"{self.variable('prometheus_scrape_interval_s')} must be 0.1..60")
         if self.kafka_heap_mb < 256:
             raise StackError(f"{self.variable('kafka_heap_mb')} must be at least 256")
 

@@ -11,6 +11,7 @@ from jobs.localstack.errors import StackError
 from jobs.localstack.flink_cluster import FlinkJobManager, FlinkTaskManager
 from jobs.localstack.kafka_broker import KafkaService
 from jobs.localstack.mlflow_server import MlflowService
+from jobs.localstack.prometheus_server import PrometheusService
 from jobs.localstack.redis_server import RedisService
 from jobs.localstack.service import Service, ServiceStatus
 from jobs.localstack.settings import HOST, StackSettings
@@ -30,7 +31,12 @@ REGISTRY: tuple[tuple[str, ServiceFactory], ...] = (
     ("triton", TritonService),
     # The model registry: training logs into it, publishing reads from it.
     ("mlflow", MlflowService),
+    # Watching the pipeline (`make observe`); last, so it finds the others up.
+    ("prometheus", PrometheusService),
 )
+# Started only when named (`up --services prometheus`): the pipeline runs without them.
+# `down` and `status` without names still cover them.
+OPTIONAL = frozenset({"prometheus"})
 
 # Names that stand for several services (`--services flink`).
 ALIASES: dict[str, tuple[str, ...]] = {"flink": ("flink-jobmanager", "flink-taskmanager")}
@@ -38,10 +44,13 @@ ALIASES: dict[str, tuple[str, ...]] = {"flink": ("flink-jobmanager", "flink-task
 _POLL_S = 0.25
 
 
-def select(names: Sequence[str] | None, known: Sequence[str]) -> list[str]:
-    """The requested names in registry order; all of them when `names` is None or empty."""
+def select(
+    names: Sequence[str] | None, known: Sequence[str], optional: frozenset[str] = frozenset()
+) -> list[str]:
+    """The requested names in registry order; when `names` is None or empty, all of them
+    except `optional`."""
     if not names:
-        return list(known)
+        return [name for name in known if name not in optional]
     # Only aliases whose members this registry has (tests use registries of their own).
     aliases = {alias: m for alias, m in ALIASES.items() if set(m) <= set(known)}
     names = [member for name in names for member in aliases.get(name, (name,))]
@@ -61,12 +70,16 @@ class Stack:
         self.settings = settings
         self.services: dict[str, Service] = {name: make(settings) for name, make in registry}
 
-    def _selected(self, names: Sequence[str] | None) -> list[Service]:
-        return [self.services[name] for name in select(names, list(self.services))]
+    def _selected(
+        self, names: Sequence[str] | None, optional: frozenset[str] = frozenset()
+    ) -> list[Service]:
+        return [self.services[name] for name in select(names, list(self.services), optional)]
 
     def up(self, services: Sequence[str] | None = None, timeout_s: float = 120) -> None:
-        """Start what is not running and wait until every selected service is healthy."""
-        for service in self._selected(services):
+        """Start what is not running and wait until every selected service is healthy.
+
+        Without names: every service but the optional ones (Prometheus)."""
+        for service in self._selected(services, OPTIONAL):
             self._up_one(service, timeout_s)
 
     def down(self, services: Sequence[str] | None = None) -> None:
@@ -82,9 +95,9 @@ class Stack:
         return [_status(service) for service in self._selected(services)]
 
     def exports(self, services: Sequence[str] | None = None) -> dict[str, str]:
-        """The environment variables that point clients at the selected services."""
+        """The environment variables that point clients at the services `up` starts."""
         merged: dict[str, str] = {}
-        for service in self._selected(services):
+        for service in self._selected(services, OPTIONAL):
             merged.update(service.exports())
         return merged
 
@@ -167,4 +180,5 @@ def _status(service: Service) -> ServiceStatus:
         pid=pid,
         endpoint=service.endpoint(),
         log_path=service.log_path,
+        metrics=service.metrics_url(),
     )

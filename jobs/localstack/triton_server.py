@@ -245,6 +245,9 @@ class TritonService(Service):
     def endpoint(self) -> str:
         return f"grpc {self.settings.triton_grpc_url}, {self.settings.triton_http_url}"
 
+    def metrics_url(self) -> str:
+        return f"http://{HOST}:{self.settings.triton_metrics_port}/metrics"
+
     def exports(self) -> dict[str, str]:
         """What every client may see; the control key is given out by control_env only."""
         return {

@@ -1,7 +1,7 @@
 """docker/prometheus/rules: promtool accepts the rules and their unit tests pass.
 
 promtool (Prometheus's own checker) runs the rules on the synthetic series of
-``*_test.yml``; tests/support/promtool.py finds it or fetches Debian's build.
+``*_test.yml``; jobs/localstack/prometheus_binaries.py finds it or fetches Debian's build.
 The metric names and labels the rules and their test series use are checked
 against the worker's and the drift job's registries, as the dashboard's are
 (tests/docker/test_observability.py).
@@ -19,7 +19,7 @@ import yaml
 
 from tests.docker.manifests import DOCKER
 from tests.docker.metric_names import exported_series, grouping_labels, queried_metrics
-from tests.support import promtool as pt
+from jobs.localstack.prometheus_binaries import ensure_program
 
 RULES = DOCKER / "prometheus" / "rules"
 RULE_FILES = sorted(RULES.glob("*.rules.yml"))
@@ -37,7 +37,7 @@ _MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    return pt.ensure_promtool()
+    return ensure_program("promtool")
 
 
 def run_promtool(promtool: str, *args: str) -> str:
@@ -164,70 +164,3 @@ def test_the_test_series_are_series_the_processes_export() -> None:
                 assert metric in known, f"{path.name}: {metric} is not exported"
                 labels = set(_MATCHER.findall(matchers)) - TARGET_LABELS
                 assert labels <= known[metric], f"{path.name}: {series['series']}"
-
-
-# ensure_promtool's branches, with its lookups and apt replaced (nothing is fetched).
-
-
-def test_the_plan_uses_what_is_there_and_downloads_only_where_it_may() -> None:
-    plan = pt.promtool_plan
-    assert plan("/usr/bin/promtool", False, False, False) is pt.PromtoolPlan.USE
-    assert plan(None, False, True, True) is pt.PromtoolPlan.GIVE_UP
-    assert plan(None, True, True, False) is pt.PromtoolPlan.DOWNLOAD
-    assert plan(None, True, False, True) is pt.PromtoolPlan.UPDATE_AND_DOWNLOAD
-    assert plan(None, True, False, False) is pt.PromtoolPlan.GIVE_UP
-
-
-def fake_apt(calls: list[list[str]]) -> pt.Runner:
-    """Records commands; `apt-get download` leaves a .deb, `dpkg-deb -x` unpacks promtool."""
-
-    def run(argv: list[str], cwd: Path) -> None:
-        calls.append(argv)
-        if argv[:2] == ["apt-get", "download"]:
-            (cwd / "prometheus_2.42.0_amd64.deb").write_bytes(b"deb")
-        if argv[:2] == ["dpkg-deb", "-x"]:
-            binary = cwd / argv[3] / "usr" / "bin" / "promtool"
-            binary.parent.mkdir(parents=True)
-            binary.write_text("#!/bin/sh\n")
-            binary.chmod(0o755)
-
-    return run
-
-
-def test_ensure_fetches_debians_package_into_the_cache(tmp_path: Path) -> None:
-    calls: list[list[str]] = []
-    path = pt.ensure_promtool(
-        which=lambda name: None if name == "promtool" else f"/usr/bin/{name}",
-        is_root=True,
-        has_lists=False,
-        run=fake_apt(calls),
-        cache=tmp_path / "cache",
-        system=tmp_path / "absent",
-    )
-    assert path == str(tmp_path / "cache" / "usr" / "bin" / "promtool")
-    assert [c[:2] for c in calls] == [
-        ["apt-get", "update"],
-        ["apt-get", "download"],
-        ["dpkg-deb", "-x"],
-    ]
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["usr"]
-    # The next call finds the cached copy and runs nothing.
-    again = pt.ensure_promtool(
-        which=lambda name: None if name == "promtool" else f"/usr/bin/{name}",
-        run=fake_apt(calls),
-        cache=tmp_path / "cache",
-        system=tmp_path / "absent",
-    )
-    assert again == path and len(calls) == 3
-
-
-def test_ensure_says_how_to_install_it_where_it_may_not(tmp_path: Path) -> None:
-    with pytest.raises(pt.PromtoolError, match="apt-get install"):
-        pt.ensure_promtool(
-            which=lambda name: None if name == "promtool" else f"/usr/bin/{name}",
-            is_root=False,
-            has_lists=False,
-            run=fake_apt([]),
-            cache=tmp_path / "cache",
-            system=tmp_path / "absent",
-        )
