@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from jobs.localstack import ServiceStatus
-from jobs.localstack.cli import build_parser, format_table, main
+from jobs.localstack.cli import build_parser, format_parts, format_table, main
 
 
 def test_services_option_and_help() -> None:
@@ -20,7 +20,7 @@ def test_table_shows_state_and_endpoint(tmp_path: Path) -> None:
         ServiceStatus("redis", False, False, None, "redis://127.0.0.1:6379/0", tmp_path / "r"),
     ]
     lines = format_table(rows).splitlines()
-    assert lines[0].split() == ["SERVICE", "STATE", "PID", "ENDPOINT", "LOG"]
+    assert lines[0].split() == ["SERVICE", "STATE", "PID", "ENDPOINT", "METRICS", "LOG"]
     assert lines[1].split()[:4] == ["kafka", "healthy", "42", "127.0.0.1:9092"]
     assert lines[2].split()[:3] == ["redis", "stopped", "-"]
 
@@ -31,7 +31,27 @@ def test_status_and_down_on_an_empty_home(
     monkeypatch.setenv("STREAMREC_STACK_HOME", str(tmp_path))
     assert main(["down"]) == 0
     assert main(["status"]) == 1
-    assert "stopped" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "stopped" in out
+    # Every part's metrics endpoint is listed, running or not.
+    assert "worker   http://127.0.0.1:9108/metrics  not running" in out
+
+
+def test_the_parts_table_follows_moved_ports_and_leaves_out_parts_turned_off() -> None:
+    environ = {"STREAMREC_WORKER_METRICS_PORT": "19108", "STREAMREC_DRIFT_METRICS_PORT": "0"}
+    table = format_parts({"worker": True}, environ).splitlines()
+    assert table[0].split() == ["PART", "METRICS", "STATE"]
+    assert table[1].split() == ["worker", "http://127.0.0.1:19108/metrics", "answering"]
+    assert [line.split()[0] for line in table[1:]] == ["worker", "canary", "outcome"]
+
+
+def test_status_of_the_default_services_passes_with_prometheus_never_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Named, a stopped Prometheus is a failure; among the defaults it is optional.
+    monkeypatch.setenv("STREAMREC_STACK_HOME", str(tmp_path))
+    assert main(["status", "--services", "prometheus"]) == 1
+    assert "prometheus" in capsys.readouterr().out
 
 
 def test_errors_are_one_clear_line_and_exit_2(

@@ -1,4 +1,4 @@
-"""Finding or fetching Prometheus's programs, with the lookups and apt replaced (nothing fetched)."""
+"""Finding or fetching Prometheus's programs, the lookups and apt replaced (nothing fetched)."""
 
 from __future__ import annotations
 

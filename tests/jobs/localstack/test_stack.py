@@ -63,6 +63,13 @@ def test_select_keeps_registry_order_and_rejects_unknown_names() -> None:
         select(["nope"], ["kafka", "redis"])
 
 
+def test_optional_services_start_only_when_named() -> None:
+    known, optional = ["kafka", "prometheus"], frozenset({"prometheus"})
+    assert select(None, known, optional) == ["kafka"]
+    assert select(["prometheus"], known, optional) == ["prometheus"]
+    assert select(None, known) == known  # down and status cover them
+
+
 def test_up_is_idempotent_and_down_is_safe_to_repeat(tmp_path: Path) -> None:
     stack = _stack(tmp_path, Good)
     stack.down()
