@@ -48,9 +48,11 @@ from jobs.demo.outcome import judge, outcome_lines
 from jobs.demo.processes import running
 from jobs.demo.services import SERVED_MODEL, demo_services, ensure_model, grant_run
 from jobs.demo.shown import shown_lines
+from jobs.localstack.process import port_in_use
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import compare
+from schemas.metrics_server import LOOPBACK, METRICS_PORTS
 from schemas.settings import DEFAULT_MODEL_DIR, MODEL_DIR_ENV, Settings, setting
 
 # Which principal each part runs as on a secured stack (jobs.localstack.roles).
@@ -65,6 +67,29 @@ class DemoSettings(Settings):
     model_dir: Path = setting(
         DEFAULT_MODEL_DIR, env=MODEL_DIR_ENV, help="the ranker (trained here when missing)"
     )
+    # The parts' own defaults, so `make observe` scrapes the demo with no configuration.
+    worker_metrics_port: int = setting(
+        METRICS_PORTS["worker"],
+        env="STREAMREC_WORKER_METRICS_PORT",
+        help="the worker's /metrics port (0 = any free port)",
+    )
+    drift_metrics_port: int = setting(
+        METRICS_PORTS["drift"],
+        env="STREAMREC_DRIFT_METRICS_PORT",
+        help="the drift check's /metrics port (0 = any free port)",
+    )
+
+
+def metrics_port(chosen: int, part: str, variable: str) -> int:
+    """``chosen``, or a free port for 0; a clear error if another process holds it."""
+    if chosen == 0:
+        return free_port()
+    if port_in_use(LOOPBACK, chosen):
+        raise SystemExit(
+            f"error: port {chosen} for the {part}'s /metrics is taken by another process; "
+            f"set {variable} to another port, or to 0 for any free one"
+        )
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,7 +126,14 @@ def main(argv: list[str] | None = None) -> int:
         speed=args.speed,
         limit=args.limit,
     )
-    model_dir = DemoSettings.load(None, args).model_dir.resolve()
+    settings = DemoSettings.load(None, args)
+    model_dir = settings.model_dir.resolve()
+    worker_port = metrics_port(
+        settings.worker_metrics_port, "worker", "STREAMREC_WORKER_METRICS_PORT"
+    )
+    drift_port = metrics_port(
+        settings.drift_metrics_port, "drift check", "STREAMREC_DRIFT_METRICS_PORT"
+    )
     ensure_model(model_dir)
     events = list(read_dataset(options.dataset, options.path, RowAudit()))[: args.limit]
     log_dir = StackSettings.from_env().home / "demo" / run_id
@@ -117,17 +149,18 @@ def main(argv: list[str] | None = None) -> int:
                 "STREAMREC_MODEL_DIR": str(model_dir),
             },
         )
-        metrics_port = free_port()
-        parts = pipeline_parts(topics, run_id, model_dir, log_dir, metrics_port)
+        parts = pipeline_parts(topics, run_id, model_dir, log_dir, worker_port)
         for part in parts:
             part.env.update(services.env_of(PART_ROLE[part.name]))
         with running(parts, env):
             print(
-                f"starting the feature job, writer and worker (logs in {log_dir})", file=sys.stderr
+                f"starting the feature job, writer and worker (logs in {log_dir}); the "
+                f"worker's metrics: http://{LOOPBACK}:{worker_port}/metrics (`make observe`)",
+                file=sys.stderr,
             )
             wait_ready(
                 parts,
-                {"feature job": log_says(parts[0], "job id"), "worker": port_open(metrics_port)},
+                {"feature job": log_says(parts[0], "job id"), "worker": port_open(worker_port)},
             )
             probes = warm_up(
                 services.kafka, services.redis_url, topics.events, events[0].ts, list(parts)
@@ -145,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         counts = changelog_counts(services.kafka, topics.changelog)
         trip = compare(probes + events, consumed)
         outcome = judge(asked, answered)
-        drift = run_drift_check(services.kafka, topics, model_dir, run_id, services.env_of("drift"))
+        drift = run_drift_check(
+            services.kafka, topics, model_dir, run_id, services.env_of("drift"), drift_port
+        )
     lines = report(trip, dead_letters, (summary.requests, len(asked)))
     lines += [f"{'feature rows: ' + view:<28}{counts.get(view, 0):>14}" for view in sorted(VIEWS)]
     lines += outcome_lines(outcome) + shown + drift_lines(drift)

@@ -27,11 +27,12 @@ def run_drift_check(
     model_dir: Path,
     run_id: str,
     role_env: Mapping[str, str] | None = None,
+    metrics_port: int = 0,
 ) -> tuple[DriftAlert | None, Path | None]:
     """One check over the first window of the run's changelog; the alert and its HTML report.
 
     ``kafka`` reads the alert back; the check itself runs with ``role_env`` (its own
-    principal on a secured stack).
+    principal on a secured stack) and serves its metrics on ``metrics_port`` (0 = none).
     """
     alerts = f"{run_id}.feature-drift"
     argv = [
@@ -60,7 +61,7 @@ def run_drift_check(
         "--idle-seconds",
         "15",
         "--metrics-port",
-        "0",
+        str(metrics_port),
     ]
     env = {
         **os.environ,
