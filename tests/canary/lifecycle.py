@@ -9,7 +9,6 @@ the closed loop of ``make drift-check`` run on it.
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,9 +29,10 @@ from jobs.ranker.registry import log_and_register
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import REGISTERED_MODEL, RegistryClient
 from tests.canary.load import RequestStream
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT
 from tests.inference.worker.harness import OutputReader, WorkerProcess, WorkerTopics, worker_env
 from tests.inference.worker.world import changelog, stream_events, write_features
+from tests.support.stacks import own_stack_settings
 
 PROJECT = "lifecycle"
 SERVICES = ["kafka", "redis", "triton", "mlflow"]
@@ -87,14 +87,7 @@ class Lifecycle:
 @contextmanager
 def lifecycle(model_dir: Path, rate: float) -> Iterator[Lifecycle]:
     home = Path(tempfile.mkdtemp(prefix="lifecycle-", dir=REPO_ROOT / ".stack"))
-    settings = StackSettings(
-        home=home,
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        kafka_port=free_port(), kafka_controller_port=free_port(), redis_port=free_port(),
-        triton_http_port=free_port(), triton_grpc_port=free_port(),
-        triton_metrics_port=free_port(), mlflow_port=free_port(),
-        triton_models=(),  # loaded from the registry below
-    )  # fmt: skip
+    settings = own_stack_settings(home, triton_models=())  # loaded from the registry below
     stack = Stack(settings)
     say(f"starting Kafka, Redis, Triton and MLflow in {home}")
     stack.up(SERVICES, timeout_s=300)

@@ -6,7 +6,6 @@ developer's stack; everything lives under ``.stack/chaos-<time>`` (logs kept).
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,12 +16,13 @@ from inference.serving import repository
 from jobs.datasets import RowAudit, read_dataset
 from jobs.demo.loop import part_environment
 from jobs.demo.services import SERVED_MODEL
-from jobs.localstack import Stack, StackSettings
+from jobs.localstack import Stack
 from schemas.kafka import KafkaSettings
 from tests.chaos.passes import ChaosEnv, say
 from tests.chaos.streams import still_poison
-from tests.conftest import REPO_ROOT, free_port
+from tests.conftest import REPO_ROOT
 from tests.support.poison import poisoned_events, poisoned_requests, sample
+from tests.support.stacks import own_stack_settings
 
 # Kafka's producer refuses a record over 1 MiB; the worker's and job's limits are tested
 # at their own edge by the unit fuzzing.
@@ -34,13 +34,7 @@ EVENTS = 20_000  # the Taobao stream's first events, replayed in a loop with liv
 def chaos_stack(model_dir: Path, poison: int) -> Iterator[ChaosEnv]:
     """Kafka, Redis and Triton of this run's own (on free ports: faults stop them)."""
     home = REPO_ROOT / ".stack" / f"chaos-{time.strftime('%Y%m%d-%H%M%S')}"
-    settings = StackSettings(
-        home=home,
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        kafka_port=free_port(), kafka_controller_port=free_port(), redis_port=free_port(),
-        triton_http_port=free_port(), triton_grpc_port=free_port(),
-        triton_metrics_port=free_port(),
-    )  # fmt: skip
+    settings = own_stack_settings(home)
     model_dir = model_dir.resolve()
     repository.publish(model_dir, settings.model_repository)
     stack = Stack(settings)
