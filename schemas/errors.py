@@ -43,3 +43,11 @@ class ImplausibleTimestamp(InvalidRecord):
     """An event time too far from the wall clock to be real (or given in seconds, not ms)."""
 
     kind = "timestamp"
+
+
+# Every kind the contracts' errors carry: the label values of the dead-letter counters,
+# which exist at 0 from start so that the first dead letter of a kind shows in rate().
+INVALID_RECORD_KINDS: tuple[str, ...] = tuple(
+    error.kind
+    for error in (MalformedRecord, SchemaViolation, OversizedRecord, ImplausibleTimestamp)
+)

@@ -96,6 +96,17 @@ def dead_letter_spec(name: str) -> TopicSpec:
     return TopicSpec(name, partitions=1, config={"max.message.bytes": str(DEAD_LETTER_MAX_BYTES)})
 
 
+# The broker stamps each record with its own clock when it appends it: on the requests
+# topic this is when a request entered Kafka, where the worker's end-to-end latency starts,
+# whatever time the producer put in the record (a replay of 2017 events, a skewed clock).
+LOG_APPEND_TIME: Mapping[str, str] = {"message.timestamp.type": "LogAppendTime"}
+
+
+def request_topic_spec(name: str, partitions: int) -> TopicSpec:
+    """A requests topic: its records carry the broker's append time (:data:`LOG_APPEND_TIME`)."""
+    return TopicSpec(name, partitions, config=dict(LOG_APPEND_TIME))
+
+
 def ensure_topics(
     settings: KafkaSettings, specs: Iterable[TopicSpec], timeout_s: float = 30.0
 ) -> list[str]:

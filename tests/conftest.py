@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,12 +68,18 @@ TopicFactory = Callable[..., str]
 
 @pytest.fixture
 def topic_factory(kafka: KafkaSettings, request: pytest.FixtureRequest) -> TopicFactory:
-    """Creates a topic with a name unique to this test; returns the name."""
+    """Creates a topic with a name unique to this test; returns the name.
 
-    def create(partitions: int = 1, suffix: str = "") -> str:
+    ``config`` is the topic's own configuration (e.g. ``schemas.kafka.LOG_APPEND_TIME``
+    for a requests topic).
+    """
+
+    def create(
+        partitions: int = 1, suffix: str = "", config: Mapping[str, str] | None = None
+    ) -> str:
         stem = request.node.name.replace("[", "-").replace("]", "")[:60]
         name = f"t-{stem}-{uuid.uuid4().hex[:8]}{suffix}"
-        ensure_topics(kafka, [TopicSpec(name, partitions)])
+        ensure_topics(kafka, [TopicSpec(name, partitions, dict(config or {}))])
         return name
 
     return create

@@ -17,7 +17,13 @@ from inference.worker.kafka_io import DeliveryError
 from inference.worker.metrics import WorkerMetrics, serve
 from inference.worker.settings import parse_args, settings_from
 from inference.worker.worker import Worker
-from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
+from schemas.kafka import (
+    EXIT_RESTART,
+    TopicSpec,
+    dead_letter_spec,
+    ensure_topics_once_up,
+    request_topic_spec,
+)
 from schemas.redact import install_redaction
 from schemas.topics import dead_letter_topic
 
@@ -61,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.info("settings: %s", settings.describe())
         artifacts = ModelArtifacts.load(settings.model_dir)
         topics = [
-            TopicSpec(settings.requests_topic, partitions=4),
+            request_topic_spec(settings.requests_topic, partitions=4),
             TopicSpec(settings.output_topic, partitions=4),
             dead_letter_spec(dead_letter_topic(settings.requests_topic)),
         ]

@@ -2,11 +2,13 @@
 
 :class:`RequestStream` polls a micro-batch bounded by size and time and splits it
 into valid requests and refused messages (which become dead letters when the
-batch is delivered, so a dead letter is never ahead of its batch's commit).
+batch is delivered, so a dead letter is never ahead of its batch's commit). It
+tells apart the time spent waiting for a first request (idle) from gathering and
+decoding the batch (work), and when the batch's first request arrived.
 :class:`RecommendationSink` delivers a batch: at-least-once (produce, flush, then
 store exactly the batch's offsets, committed in the background) or exactly-once
 (one Kafka transaction holding the recommendations, the dead letters and the
-consumed offsets).
+consumed offsets); it says how long producing and committing took.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from inference.worker.errors import WorkerError
 from inference.worker.stuck import CallClock
-from schemas.codec import RecordCodec, recommendation_codec
+from schemas.codec import RecordCodec, recommendation_codec, wall_clock_ms
 from schemas.consumer import CONSUMER_DEFAULTS
 from schemas.deadletter import DeadLetterPublisher
 from schemas.errors import InvalidRecord
@@ -48,6 +50,13 @@ class Polled:
     refused: list[tuple[Any, InvalidRecord]] = field(default_factory=list)
     # Next offset to commit per (topic, partition): last consumed + 1.
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    # Seconds waiting for a first request (idle, in no stage) and decoding the batch.
+    idle_s: float = 0.0
+    decode_s: float = 0.0
+    # Wall clock (ms) when the batch's first request arrived; 0 when not known.
+    received_ms: int = 0
+    # Transient consumer errors met (librdkafka retries them).
+    kafka_errors: int = 0
 
     def __len__(self) -> int:
         return len(self.records) + len(self.refused)
@@ -106,9 +115,14 @@ class RequestStream:
         """
         self._store_handed_offsets()
         self._revoked.clear()
+        started = time.perf_counter()
+        idle_s = 0.0
         messages = self.consumer.consume(max_records, timeout=0)
         if not messages:
             messages = self.consumer.consume(1, timeout=IDLE_WAIT_S)
+            # Waiting for a first request is nobody's work: the worker's idle time.
+            idle_s = time.perf_counter() - started
+        received_ms = wall_clock_ms()
         if messages and len(messages) < max_records:
             messages += self.consumer.consume(max_records - len(messages), timeout=0)
         deadline = time.monotonic() + window_s
@@ -121,13 +135,15 @@ class RequestStream:
             messages += self.consumer.consume(max_records - len(messages), timeout=remaining)
         if self._revoked:
             messages = self._without_revoked(messages)
-        polled = Polled()
+        polled = Polled(idle_s=idle_s, received_ms=received_ms if messages else 0)
+        decoding = time.perf_counter()
         for message in messages:
             error = message.error()
             if error is not None:
                 if error.fatal():
                     raise KafkaException(error)
                 self._errors.seen(error)  # transient: librdkafka retries by itself
+                polled.kafka_errors += 1
                 continue
             topic, partition, offset = message.topic(), message.partition(), message.offset()
             if topic is not None and partition is not None and offset is not None:
@@ -136,6 +152,7 @@ class RequestStream:
                 polled.records.append((message, self.codec.decode(message.value() or b"")))
             except InvalidRecord as exc:
                 polled.refused.append((message, exc))
+        polled.decode_s = time.perf_counter() - decoding
         return polled
 
     def _without_revoked(self, messages: list[Any]) -> list[Any]:
@@ -243,11 +260,16 @@ class RecommendationSink:
         recommendations: Sequence[Recommendation],
         polled: Polled,
         stream: RequestStream,
-    ) -> None:
-        """Make the batch's output durable, then its offsets committed (or both atomically)."""
+    ) -> dict[str, float]:
+        """Make the batch's output durable, then its offsets committed (or both atomically).
+
+        Returns the seconds of its ``produce`` and ``commit`` stages: at least once,
+        producing and flushing, then handing the offsets to the background commit;
+        exactly once, producing into the transaction, then sending the offsets and
+        committing it (which waits for the messages' delivery).
+        """
         if self.transactional:
-            self._deliver_transaction(recommendations, polled, stream)
-            return
+            return self._deliver_transaction(recommendations, polled, stream)
         started = time.perf_counter()
         self._produce(recommendations, polled)
         produced = time.perf_counter()
@@ -261,7 +283,9 @@ class RecommendationSink:
             raise DeliveryError(f"{remaining} undelivered, failures: {failures[:3]}")
         if polled.refused:
             self.dead_letters.flush()  # raises if a dead letter was lost
+        durable = time.perf_counter()
         stream.commit(polled.offsets)
+        return {"produce": durable - started, "commit": time.perf_counter() - durable}
 
     def _flush_riding_out_outages(self) -> int:
         """Wait for the batch's deliveries up to the delivery timeout; what is still queued.
@@ -281,7 +305,7 @@ class RecommendationSink:
 
     def _deliver_transaction(
         self, recommendations: Sequence[Recommendation], polled: Polled, stream: RequestStream
-    ) -> None:
+    ) -> dict[str, float]:
         """The batch in one transaction, redone from the start after an aborted try.
 
         A broker restart aborts a transaction (its messages time out, or the
@@ -293,16 +317,19 @@ class RecommendationSink:
         (fenced by a newer instance), the worker stops and its restart replays.
         """
         give_up = time.monotonic() + self._delivery_timeout_s
+        seconds = {"produce": 0.0, "commit": 0.0}  # summed over the tries
         while True:
             try:
-                self._one_transaction(recommendations, polled, stream, give_up)
-                return
+                self._one_transaction(recommendations, polled, stream, give_up, seconds)
+                return seconds
             except KafkaException as exc:
                 error: KafkaError = exc.args[0]
                 if not error.txn_requires_abort() or time.monotonic() >= give_up:
                     raise DeliveryError(f"transaction failed: {error}") from exc
                 logger.warning("transaction aborted (%s): producing the batch again", error)
+                aborting = time.perf_counter()
                 self._retrying(self.producer.abort_transaction, give_up)
+                seconds["commit"] += time.perf_counter() - aborting
 
     def _one_transaction(
         self,
@@ -310,10 +337,14 @@ class RecommendationSink:
         polled: Polled,
         stream: RequestStream,
         give_up: float,
+        seconds: dict[str, float],
     ) -> None:
         self._failures.clear()
+        started = time.perf_counter()
         self.producer.begin_transaction()
         self._produce(recommendations, polled)
+        committing = time.perf_counter()
+        seconds["produce"] += committing - started
         offsets = topic_partitions(polled.offsets)
         if offsets:
             metadata = stream.consumer.consumer_group_metadata()
@@ -324,6 +355,7 @@ class RecommendationSink:
                 give_up,
             )
         self._retrying(self.producer.commit_transaction, give_up)
+        seconds["commit"] += time.perf_counter() - committing
         if self._failures:  # a committed transaction delivered everything: a bug if not
             raise DeliveryError(f"delivery failures: {self._failures[:3]}")
 

@@ -7,6 +7,15 @@ its own offsets. Batch N+1 keeps gathering requests while N is being scored
 (up to the batch size), so batches grow with the load and a busy ranker gets
 fewer, fuller requests. Exactly-once: one batch at a time, each a Kafka transaction, so
 a rebalance never falls between a batch's output and its offsets.
+
+Metrics (:mod:`inference.worker.metrics`): every stage of :data:`STAGES` is observed
+once per batch with requests, and only its work; the poll's wait for a first request
+counts as idle time. A request's end-to-end latency runs from when it entered Kafka to
+its answer being delivered: its record's broker append time (the requests topic is
+created with ``LogAppendTime``); on a ``CreateTime`` topic the producer's time only if
+it is not after the poll and at most ``CREATE_TIME_MAX_AGE_MS`` (5 min) before it, the
+poll time otherwise (:mod:`inference.worker.arrival`). The request's ``ts`` is event
+time, which a replay sets years back: its lag has a histogram of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from inference.worker.arrival import message_start_ms
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import appended_ms, late_positions
 from inference.worker.errors import DeliveryStuck
@@ -199,12 +209,20 @@ class Worker:
         polled = self.stream.poll(
             self.settings.batch_size, self.settings.batch_timeout_ms / 1000, self._scoring.is_set
         )
-        self.metrics.stage_seconds.labels("poll").observe(time.perf_counter() - start)
+        took = time.perf_counter() - start
+        m = self.metrics
+        m.idle_seconds.inc(polled.idle_s)
+        if polled.kafka_errors:
+            m.errors.labels("kafka").inc(polled.kafka_errors)
+        if not len(polled):
+            return polled, None  # nothing to answer: all of it was waiting
+        m.stage_seconds.labels("poll").observe(max(0.0, took - polled.idle_s - polled.decode_s))
+        m.stage_seconds.labels("decode").observe(polled.decode_s)
         if not polled.records:
             return polled, None
         prepared = self.preparer.prepare([record for _, record in polled.records])
         for stage, seconds in prepared.stage_seconds.items():
-            self.metrics.stage_seconds.labels(stage).observe(seconds)
+            m.stage_seconds.labels(stage).observe(seconds)
         return polled, prepared
 
     async def _finish(self, polled: Polled, prepared: PreparedBatch | None) -> None:
@@ -225,12 +243,14 @@ class Worker:
                 prepared, ranked, self.settings.max_per_category, wall_clock_ms()
             )
             self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
-        start = time.perf_counter()
         delivery = asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
         # The sink gives up by itself after the delivery timeout; a call of it still
         # running well past its own timeout is blocked inside librdkafka for good.
-        await unless_stuck(delivery, self.sink.clock, self.settings.delivery_timeout_ms / 1000)
-        self.metrics.stage_seconds.labels("produce").observe(time.perf_counter() - start)
+        stages = await unless_stuck(
+            delivery, self.sink.clock, self.settings.delivery_timeout_ms / 1000
+        )
+        for stage, seconds in stages.items():  # produce, commit
+            self.metrics.stage_seconds.labels(stage).observe(seconds)
         self._count(polled, recs)
 
     def _unreadable_row(self, view: str, error: Exception) -> None:
@@ -247,13 +267,17 @@ class Worker:
         m.requests.inc(len(polled.records))
         for _message, error in polled.refused:
             m.dead_letters.labels(error.kind).inc()
-        asked_at = {}
-        for _, request in polled.records:
-            m.end_to_end_seconds.observe(max(0, now - request.ts) / 1000)
-            asked_at[request.request_id] = request.ts
+        polled_ms = polled.received_ms or now
+        entered_at = {}
+        for message, request in polled.records:
+            entered, origin = message_start_ms(message, polled_ms)
+            m.latency_origin.labels(origin).inc()
+            m.end_to_end_seconds.observe(max(0, now - entered) / 1000)
+            m.event_lag_seconds.observe(max(0, now - request.ts) / 1000)
+            entered_at[request.request_id] = entered
         for rec in recs:
             m.recommendations.labels(str(rec.degraded).lower()).inc()
-            self._count_variant(rec, (now - asked_at.get(rec.request_id, now)) / 1000)
+            self._count_variant(rec, (now - entered_at.get(rec.request_id, now)) / 1000)
             if rec.features_at is not None:
                 m.feature_age_seconds.observe(max(0, rec.produced_at - rec.features_at) / 1000)
             for reason in rec.degraded_reasons:

@@ -26,7 +26,13 @@ from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import event_codec, feature_update_codec, recommendation_codec, request_codec
 from schemas.features import view_of
-from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
+from schemas.kafka import (
+    KafkaSettings,
+    TopicSpec,
+    dead_letter_spec,
+    ensure_topics,
+    request_topic_spec,
+)
 from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
@@ -55,10 +61,8 @@ class RunTopics:
         )
 
     def create(self, kafka: KafkaSettings) -> None:
-        specs = [
-            TopicSpec(name, PARTITIONS)
-            for name in (self.events, self.requests, self.recommendations)
-        ]
+        specs = [TopicSpec(name, PARTITIONS) for name in (self.events, self.recommendations)]
+        specs.append(request_topic_spec(self.requests, PARTITIONS))
         specs += [dead_letter_spec(dead_letter_topic(t)) for t in (self.events, self.requests)]
         ensure_topics(kafka, specs)
 

@@ -2,6 +2,8 @@
 
 All names start with ``streamrec_drift_``. Metrics live in their own registry
 so that the job and tests in one process do not collide on the default one.
+Labelled counters exist at 0 for every known label value from start, so the first
+check of a status (or record of a source) shows in ``rate()``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from schemas.metrics_server import LOOPBACK, serve_registry
 from schemas.records import DriftAlert
 
 STATUSES = ("ok", "drift", "insufficient_data")
+# The roles of the topics the job reads (jobs/drift/cli.py names its sources so).
+SOURCES = ("features", "recommendations")
 
 
 class DriftMetrics:
@@ -77,6 +81,14 @@ class DriftMetrics:
             buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
             registry=r,
         )
+        self._known_labels()
+
+    def _known_labels(self) -> None:
+        """Create the labelled counters' series of every known label value at 0."""
+        for status in STATUSES:
+            self.checks.labels(status=status)
+        for source in SOURCES:
+            self.records.labels(source=source)
 
     def record_check(self, alert: DriftAlert, seconds: float) -> None:
         """Set the gauges from one check's alert."""

@@ -44,7 +44,13 @@ from jobs.demo.services import SERVED_MODEL, Services
 from jobs.replay.pacing import Pacer
 from jobs.replay.producer import KeyedProducer, user_key
 from schemas.codec import event_codec, request_codec
-from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
+from schemas.kafka import (
+    KafkaSettings,
+    TopicSpec,
+    dead_letter_spec,
+    ensure_topics,
+    request_topic_spec,
+)
 from schemas.records import BehaviorEvent, Recommendation, RecRequest
 from schemas.topics import dead_letter_topic
 
@@ -101,8 +107,9 @@ class RunNames:
         return f"{self.run_id}_{store}".replace("-", "_").replace(".", "_")
 
     def create(self, kafka: KafkaSettings, variants: Sequence[Variant]) -> None:
-        names = [self.events, self.requests, *(self.output(v.name) for v in variants)]
+        names = [self.events, *(self.output(v.name) for v in variants)]
         specs = [TopicSpec(name, PARTITIONS) for name in names]
+        specs.append(request_topic_spec(self.requests, PARTITIONS))
         specs += [dead_letter_spec(dead_letter_topic(t)) for t in (self.events, self.requests)]
         ensure_topics(kafka, specs)
 

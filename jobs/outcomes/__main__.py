@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OutcomeSettingsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    metrics = OutcomeMetrics()
+    metrics = OutcomeMetrics(topics=(settings.recommendations_topic, settings.events_topic))
     serve_registry(metrics.registry, settings.metrics_port, settings.metrics_host)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -2,17 +2,27 @@
 
 Hit rate = ``rate(streamrec_outcome_hits_total[1h]) / rate(streamrec_outcome_judged_total[1h])``
 by variant (the dashboard's "Model versions" row). Names start with ``streamrec_outcome_``.
+The counters of answers outside a split (variant ``default``, no registry version), of
+each hit behaviour, and of the topics given exist at 0 from start, so that their first
+increase shows in ``rate()``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from jobs.outcomes.join import Verdict
+from jobs.outcomes.join import NO_VARIANT, Verdict
+from schemas.records import BEHAVIORS
 
 
 class OutcomeMetrics:
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    """The outcome job's metrics; ``topics`` are the topics it reads (skipped records)."""
+
+    def __init__(
+        self, registry: CollectorRegistry | None = None, topics: Sequence[str] = ()
+    ) -> None:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.judged = Counter(
@@ -38,6 +48,16 @@ class OutcomeMetrics:
             ["topic"],
             registry=r,
         )
+        self._known_labels(topics)
+
+    def _known_labels(self, topics: Sequence[str]) -> None:
+        """Create the series of every known label value at 0: answers outside a split
+        (the variant every answer has without one), each hit behaviour, each topic."""
+        self.judged.labels(NO_VARIANT, "")
+        for behavior in BEHAVIORS:
+            self.hits.labels(NO_VARIANT, "", behavior)
+        for topic in topics:
+            self.skipped.labels(topic)
 
     def count(self, verdicts: list[Verdict]) -> None:
         for v in verdicts:

@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from jobs.datasets import DATASETS
 from jobs.replay.run import ReplayOptions, ReplaySummary, run_replay
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
 from schemas.topics import REC_REQUESTS, USER_BEHAVIOR
 
 
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         settings,
         [
             TopicSpec(options.topic, args.partitions),
-            TopicSpec(options.request_topic, args.partitions),
+            request_topic_spec(options.request_topic, args.partitions),
         ],
     )
     print(f"replaying {options.dataset} to {settings.describe()}", file=sys.stderr)

@@ -98,3 +98,48 @@ def test_grafana_is_provisioned_with_the_datasource_and_dashboard() -> None:
     path = provider["providers"][0]["options"]["path"]
     grafana = compose()["services"]["grafana"]
     assert f"./grafana/dashboards:{path}:ro" in grafana["volumes"]
+
+
+def exprs(panel: dict[str, Any]) -> str:
+    return " ".join(t["expr"] for t in panel["targets"])
+
+
+def test_latency_is_charted_from_the_kafka_append_and_as_a_cdf() -> None:
+    e2e = "streamrec_worker_end_to_end_seconds_bucket"
+    charted = [p for p in panels() if e2e in exprs(p)]
+    assert any("Kafka append to recommendation" in p["title"] for p in charted)
+    [cdf] = [p for p in charted if p["type"] == "bargauge"]
+    [query] = cdf["targets"]
+    assert query.get("instant") and "[$__range]" in query["expr"]
+    assert "sum by (le) (increase(" in query["expr"] and "group_left" in query["expr"]
+    text = " ".join(t["expr"] for p in panels() for t in p["targets"])
+    for metric in (
+        "streamrec_worker_request_event_lag_seconds_bucket",
+        "streamrec_worker_idle_seconds_total",
+        "streamrec_worker_latency_origin_total",
+    ):
+        assert metric in text, metric
+
+
+def test_stages_are_work_and_their_means_stack() -> None:
+    stage_panels = [p for p in panels() if "streamrec_worker_stage_seconds" in exprs(p)]
+    assert all("idle" not in exprs(p) for p in stage_panels)
+    [means] = [p for p in stage_panels if "streamrec_worker_stage_seconds_sum" in exprs(p)]
+    assert "sum by (stage)" in exprs(means) and "streamrec_worker_stage_seconds_count" in exprs(
+        means
+    )
+    assert means["fieldConfig"]["defaults"]["custom"]["stacking"]["mode"] == "normal"
+
+
+def test_batch_size_is_a_mean_and_units_do_not_mix() -> None:
+    for panel in panels():
+        text = exprs(panel)
+        # A quantile of batches of one lies in the lowest bucket and reads below 1.
+        assert not ("histogram_quantile" in text and "batch_size" in text), panel["title"]
+        unit = panel["fieldConfig"]["defaults"].get("unit")
+        if "nv_inference_request_failure" in text:
+            assert unit == "reqps", panel["title"]
+        if "nv_gpu_" in text:
+            assert "without a GPU" in panel["description"], panel["title"]
+    text = " ".join(exprs(p) for p in panels())
+    assert "sum(rate(streamrec_worker_batch_size_sum" in text

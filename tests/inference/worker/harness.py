@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer
+from prometheus_client.parser import text_string_to_metric_families
 
 from schemas.codec import dead_letter_codec, recommendation_codec, request_codec
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
 from schemas.records import DeadLetter, Recommendation, RecRequest
 from schemas.topics import dead_letter_topic
 from tests.conftest import REPO_ROOT, free_port
@@ -35,7 +36,10 @@ class WorkerTopics:
     def create(cls, kafka: KafkaSettings, partitions: int = 4) -> WorkerTopics:
         stem = f"w-{uuid.uuid4().hex[:8]}"
         topics = cls(f"{stem}-requests", f"{stem}-recs")
-        specs = [TopicSpec(topics.requests, partitions), TopicSpec(topics.output, partitions)]
+        specs = [
+            request_topic_spec(topics.requests, partitions),
+            TopicSpec(topics.output, partitions),
+        ]
         ensure_topics(kafka, [*specs, TopicSpec(topics.dlq, 1)])
         return topics
 
@@ -102,6 +106,26 @@ class WorkerProcess:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
             text: str = response.read().decode()
             return text
+
+    def samples(self) -> Samples:
+        """The worker's samples: (sample name, its labels) -> value."""
+        return samples(self.metrics())
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def samples(text: str) -> Samples:
+    return {
+        (sample.name, frozenset(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def sample(figures: Samples, name: str, **labels: str) -> float:
+    """One sample's value; 0 when it is not exposed."""
+    return figures.get((name, frozenset(labels.items())), 0.0)
 
 
 def produce(kafka: KafkaSettings, topic: str, requests: Iterable[RecRequest | bytes]) -> int:

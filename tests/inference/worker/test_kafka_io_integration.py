@@ -9,7 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from inference.worker.kafka_io import DeliveryError, Polled, RecommendationSink, RequestStream
+from inference.worker.arrival import LOG_APPEND_TIME
+from inference.worker.kafka_io import (
+    IDLE_WAIT_S,
+    DeliveryError,
+    Polled,
+    RecommendationSink,
+    RequestStream,
+)
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
@@ -84,6 +91,30 @@ def test_a_busy_ranker_lets_the_batch_grow_with_the_backlog(
     finally:
         late.join()
     assert batch == ["now-0", "now-1", "now-2", "late-0", "late-1"]
+
+
+def test_the_wait_for_a_first_request_is_idle_and_its_record_carries_the_append_time(
+    kafka: KafkaSettings, stream: tuple[RequestStream, WorkerTopics]
+) -> None:
+    consumer, topics = stream
+    before = wall_clock_ms()
+    late = _produce_late(kafka, topics.requests, _requests("late", 1))
+    idle_s, polled = 0.0, Polled()
+    try:
+        deadline = time.monotonic() + 30
+        while not polled.records and time.monotonic() < deadline:
+            polled = consumer.poll(100, 0.0)
+            idle_s += polled.idle_s
+    finally:
+        late.join()
+    [(message, request)] = polled.records
+    assert request.request_id == "late-0"
+    # The polls waited for it (idle), and the batch that took it waited no more.
+    assert idle_s >= LATE_AFTER_S * 0.8
+    assert polled.idle_s < IDLE_WAIT_S * 1.5 and polled.decode_s < 0.5
+    kind, appended = message.timestamp()
+    assert kind == LOG_APPEND_TIME  # the requests topic is created so (request_topic_spec)
+    assert before <= appended <= polled.received_ms + 5  # the broker runs on this clock
 
 
 def _keep_producing(kafka: KafkaSettings, topic: str, stop: threading.Event) -> threading.Thread:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
 import redis
 
 from inference.worker.inventory import mark
+from inference.worker.metrics import STAGES
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
@@ -16,11 +18,19 @@ from schemas.records import Recommendation, RecRequest
 from schemas.views import VIEWS
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
-from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
+from tests.inference.worker.harness import (
+    OutputReader,
+    Samples,
+    WorkerProcess,
+    WorkerTopics,
+    produce,
+    sample,
+)
 from tests.inference.worker.world import World, plant_bytes, requests_for, write_features
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 UNKNOWN_USERS = [2**40 + i for i in range(10)]
+REPLAYED_2017 = 1_511_539_200_000  # the Taobao day's event time
 
 
 def by_request(recs: list[Recommendation]) -> dict[str, Recommendation]:
@@ -103,6 +113,12 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
                                                        ts=wall_clock_ms(), k=10)])  # fmt: skip
         assert not {i.item_id for i in again["after-stock"].items} & set(gone)
 
+        # A replayed request stamped with 2017: its latency runs from its Kafka append.
+        before = worker.samples()
+        replayed = RecRequest(request_id="replayed", user_id=user, ts=REPLAYED_2017, k=10)
+        assert ask(kafka, topics, reader, [replayed])["replayed"].items
+        assert_timed_from_kafka_append(worker, before)
+
         # Malformed requests go to the dead-letter topic; the loop goes on.
         bad = [b"not json", b'{"request_id": "x", "user_id": -1, "ts": 1}', b"{}"]
         produce(kafka, topics.requests, bad)
@@ -134,9 +150,49 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
             'streamrec_worker_recommendations_total{degraded="false"}',
         ):
             assert name in metrics, name
+        assert_every_stage_once_per_batch(worker)
         assert worker.terminate() == 0  # graceful SIGTERM
     finally:
         reader.close()
+
+
+def assert_timed_from_kafka_append(worker: WorkerProcess, before: Samples) -> None:
+    """One more answer, in the low latency buckets; its event-time lag over a year."""
+    e2e, lag = "streamrec_worker_end_to_end_seconds", "streamrec_worker_request_event_lag_seconds"
+    deadline = time.monotonic() + 10  # the answer is counted just after it is delivered
+    while True:
+        after = worker.samples()
+        grew = {key: value - before.get(key, 0.0) for key, value in after.items()}
+        if sample(grew, f"{e2e}_count") >= 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert sample(grew, f"{e2e}_count") == 1
+    assert sample(grew, f"{e2e}_bucket", le="2.5") == 1  # low buckets, not the top one
+    assert sample(grew, f"{lag}_count") == 1
+    assert sample(grew, f"{lag}_bucket", le="31536000.0") == 0  # over a year: +Inf
+    assert sample(grew, "streamrec_worker_latency_origin_total", origin="log_append_time") == 1
+
+
+def assert_every_stage_once_per_batch(worker: WorkerProcess) -> None:
+    """Each batch observed every stage once (a batch of refused requests only: no features,
+    recall, rank or postprocess); idle polls observed none of them."""
+    deadline = time.monotonic() + 10
+    while True:
+        figures = worker.samples()
+        batches = sample(figures, "streamrec_worker_batch_size_count")
+        counts = {
+            stage: sample(figures, "streamrec_worker_stage_seconds_count", stage=stage)
+            for stage in STAGES
+        }
+        if counts["commit"] == batches or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert batches > 0
+    for stage in ("poll", "decode", "produce", "commit"):
+        assert counts[stage] == batches, (stage, counts, batches)
+    for stage in ("features", "recall", "rank", "postprocess"):
+        assert 0 < counts[stage] <= batches, (stage, counts, batches)
+    assert sample(figures, "streamrec_worker_idle_seconds_total") > 0
 
 
 def test_redis_down_gives_flagged_answers_from_what_the_worker_has(

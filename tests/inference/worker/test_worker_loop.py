@@ -19,10 +19,11 @@ import numpy.typing as npt
 import pytest
 
 from inference.worker import worker as worker_module
+from inference.worker.arrival import CREATE_TIME, LOG_APPEND_TIME
 from inference.worker.features import UserFeatures
 from inference.worker.inputs import UserInput
 from inference.worker.kafka_io import Polled
-from inference.worker.metrics import WorkerMetrics
+from inference.worker.metrics import STAGES, WorkerMetrics
 from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.recall import Candidate
 from inference.worker.routing import RoutingWatcher
@@ -54,7 +55,7 @@ class MemoryStream:
         if not self.batches:
             self.stop.set()
             return Polled()
-        polled = Polled()
+        polled = Polled(received_ms=wall_clock_ms())
         for request in self.batches.pop(0):
             polled.records.append((self.message, request))
             self._offset += 1
@@ -72,9 +73,12 @@ class MemorySink:
         self.closed = False
         self.clock = CallClock()  # no Kafka call ever runs: never overdue
 
-    def deliver(self, recs: Sequence[Recommendation], polled: Polled, _stream: Any) -> None:
+    def deliver(
+        self, recs: Sequence[Recommendation], polled: Polled, _stream: Any
+    ) -> dict[str, float]:
         self.delivered.append(([r.request_id for r in recs], dict(polled.offsets)))
         self.recommendations.extend(recs)
+        return {"produce": 0.0005, "commit": 0.00001}
 
     def close(self) -> None:
         self.closed = True
@@ -108,7 +112,8 @@ class MemoryPreparer:
             user = UserFeatures(request.user_id)
             cands = [Candidate(i, "embedding") for i in items]
             prepared.append(PreparedRequest(request, user, cands, model_input, [0, 0, 0]))
-        return PreparedBatch(prepared, {}, set())
+        # The stages BatchPreparer times (tests/inference/worker/test_metrics.py).
+        return PreparedBatch(prepared, {}, set(), {"features": 0.001, "recall": 0.002})
 
 
 def memory_worker(
@@ -176,13 +181,14 @@ def test_exactly_once_scores_one_batch_at_a_time(monkeypatch: pytest.MonkeyPatch
 
 
 class Consumed:
-    """A consumed message appended ``age_ms`` ago (create-time timestamp)."""
+    """A consumed message appended ``age_ms`` ago (create-time timestamp by default)."""
 
-    def __init__(self, age_ms: int) -> None:
+    def __init__(self, age_ms: int, kind: int = CREATE_TIME) -> None:
         self.appended = wall_clock_ms() - age_ms
+        self.kind = kind
 
     def timestamp(self) -> tuple[int, int]:
-        return (1, self.appended)
+        return (self.kind, self.appended)
 
 
 class CountingScorer(SlowScorer):
@@ -244,3 +250,69 @@ def test_each_answer_names_its_variant_and_the_variants_are_counted_apart(
         {"variant": b, "version": "2", "registry_version": "streamrec-ranker/9"},
     )
     assert share == 50.0
+
+
+def _sample(worker: Worker, name: str, **labels: str) -> float:
+    return worker.metrics.registry.get_sample_value(name, labels) or 0.0
+
+
+def _counts(worker: Worker) -> dict[str, float]:
+    """The observations so far (counters may be shared by the test process: compare deltas)."""
+    figures = {s: _sample(worker, "streamrec_worker_stage_seconds_count", stage=s) for s in STAGES}
+    for name in ("end_to_end_seconds", "request_event_lag_seconds", "variant_seconds"):
+        labels = {"variant": "default"} if name == "variant_seconds" else {}
+        figures[name] = _sample(worker, f"streamrec_worker_{name}_count", **labels)
+        low = f"streamrec_worker_{name}_bucket"
+        figures[f"{name} <= 1s"] = _sample(worker, low, le="1.0", **labels)
+    year = "streamrec_worker_request_event_lag_seconds_bucket"
+    figures["event lag <= 1 year"] = _sample(worker, year, le="31536000.0")
+    for origin in ("log_append_time", "create_time", "poll_time"):
+        figures[origin] = _sample(worker, "streamrec_worker_latency_origin_total", origin=origin)
+    return figures
+
+
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {key: after[key] - before[key] for key in after}
+
+
+def test_every_stage_is_observed_once_per_batch_and_idle_polls_are_no_stage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    batches = [requests("a", 3), requests("b", 2), requests("c", 4)]
+    worker, stop = memory_worker(batches, exactly_once=False)
+    before = _counts(worker)
+    asyncio.run(worker.run(stop))
+    grew = _delta(before, _counts(worker))
+    # Polls that found nothing (the last one, here) add no observation to any stage.
+    assert {stage: grew[stage] for stage in STAGES} == {stage: 3 for stage in STAGES}
+
+
+def test_a_replayed_request_years_old_is_timed_from_its_kafka_append(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    replayed = [RecRequest(f"r{i}", i + 1, 1_511_539_200_000, k=2) for i in range(3)]  # 2017
+    appended = Consumed(age_ms=3, kind=LOG_APPEND_TIME)
+    worker, stop = memory_worker([replayed], exactly_once=False, message=appended)
+    before = _counts(worker)
+    asyncio.run(worker.run(stop))
+    grew = _delta(before, _counts(worker))
+    # Appended 3 ms before the poll and scored in 50 ms: well under a second, per variant too.
+    assert grew["end_to_end_seconds"] == grew["end_to_end_seconds <= 1s"] == 3
+    assert grew["variant_seconds"] == grew["variant_seconds <= 1s"] == 3
+    assert grew["log_append_time"] == 3 and grew["poll_time"] == grew["create_time"] == 0
+    # The event-time lag says how old the events are: over a year.
+    assert grew["request_event_lag_seconds"] == 3 and grew["event lag <= 1 year"] == 0
+
+
+def test_a_create_time_stamped_with_event_time_gives_way_to_the_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    stamped = Consumed(age_ms=wall_clock_ms() - 1_511_539_200_000)  # a producer set 2017
+    worker, stop = memory_worker([requests("s", 2)], exactly_once=False, message=stamped)
+    before = _counts(worker)
+    asyncio.run(worker.run(stop))
+    grew = _delta(before, _counts(worker))
+    assert grew["poll_time"] == 2 and grew["end_to_end_seconds <= 1s"] == 2
