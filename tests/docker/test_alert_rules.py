@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import re
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from jobs.localstack.prometheus_binaries import ensure_program
 from tests.docker.manifests import DOCKER
 from tests.docker.metric_names import exported_series, grouping_labels, queried_metrics
-from jobs.localstack.prometheus_binaries import ensure_program
 
 RULES = DOCKER / "prometheus" / "rules"
 RULE_FILES = sorted(RULES.glob("*.rules.yml"))
