@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import socket
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]
 from jobs.features.checkpoints import latest_checkpoint
 from jobs.features.functions_jar import functions_jar
 from jobs.features.maven import kafka_connector_jar
+from jobs.features.metrics import reporter_jars
 from jobs.features.settings import FeatureJobSettings
 from schemas.kafka import (
     EXIT_RESTART,
@@ -78,6 +80,42 @@ def settings_from(args: argparse.Namespace, cache_dir: Path) -> FeatureJobSettin
     return FeatureJobSettings.load(None, args, connector_jars=jars)
 
 
+def with_metrics(
+    args: argparse.Namespace, settings: FeatureJobSettings, cache_dir: Path
+) -> FeatureJobSettings:
+    """A local run serves Flink's metrics: the reporter's jars join ``pipeline.jars``.
+
+    A submitted job (``--detach``) reports through its cluster's own reporter (the keys
+    are read only when a cluster process starts), so it carries none.
+    """
+    if args.detach or not settings.metrics_port:
+        return dataclasses.replace(settings, metrics_port=0)
+    return dataclasses.replace(settings, metrics_jars=reporter_jars(cache_dir))
+
+
+def port_taken(host: str, port: int) -> bool:
+    """Whether ``host:port`` is bound by someone else (asked as the JVM's server binds it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def warn_if_metrics_port_taken(settings: FeatureJobSettings) -> None:
+    # Flink logs a reporter that cannot bind to its own log file and runs on without it.
+    host, port = settings.metrics_host, settings.metrics_port
+    if port and port_taken(host, port):
+        print(
+            f"feature job: {host}:{port} is taken, so Flink's metrics will not be served "
+            f"(--metrics-port moves them, 0 turns them off)",
+            file=sys.stderr,
+        )
+
+
 def restore_path(args: argparse.Namespace, settings: FeatureJobSettings) -> str | None:
     if args.restore_from not in ("latest", "auto"):
         return str(args.restore_from) if args.restore_from else None
@@ -130,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         ddl, inserts = statements(settings.masked())
         print(";\n\n".join([*ddl, *inserts]) + ";")
         return 0
+    settings = with_metrics(args, settings, cache_dir())
     # Library warnings (PyFlink, the Kafka admin) go through the root handler, redacted.
     logging.basicConfig(
         level=logging.WARNING, format="feature job: %(name)s: %(message)s", stream=sys.stderr
@@ -152,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     restore = restore_path(args, settings)
     shown = settings.describe() + (f", restoring {restore}" if restore else "")
     print(f"feature job: {shown}", file=sys.stderr)
+    warn_if_metrics_port_taken(settings)
     result = build(settings, restore).execute()
     client = result.get_job_client()
     if client is not None:

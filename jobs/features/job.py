@@ -8,6 +8,7 @@ from typing import Any
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import EnvironmentSettings, StreamTableEnvironment
 
+from jobs.features.metrics import reporter_config
 from jobs.features.settings import FeatureJobSettings
 from jobs.features.sql import insert_statements, source_statements, view_statements
 from jobs.features.watermark import register_events_view
@@ -45,6 +46,9 @@ def jvm_args(settings: FeatureJobSettings, given: str) -> str:
 
 
 def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
+    # The reporter's jars too: the mini-cluster finds reporter factories only through
+    # the class loader PyFlink builds from pipeline.jars (jobs/features/metrics.py).
+    jars = (*settings.connector_jars, *settings.metrics_jars)
     config = {
         **LOOPBACK_BINDS,
         "table.local-time-zone": "UTC",
@@ -55,8 +59,11 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
         # A half-full network buffer waits at most this long: the fresh view's
         # latency, paid at every exchange between operators (default 100 ms).
         "execution.buffer-timeout.interval": f"{settings.buffer_timeout_ms} ms",
-        "pipeline.jars": ";".join(path.resolve().as_uri() for path in settings.connector_jars),
+        "pipeline.jars": ";".join(path.resolve().as_uri() for path in jars),
     }
+    if settings.metrics_port:
+        # Read when the local mini-cluster starts; a cluster keeps its own reporter.
+        config |= reporter_config(settings.metrics_host, settings.metrics_port)
     if settings.state_ttl_ms:
         # Bounds the fresh view's per-user state; window aggregates ignore it.
         config["table.exec.state.ttl"] = f"{settings.state_ttl_ms} ms"

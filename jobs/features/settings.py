@@ -17,6 +17,10 @@ from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
 from schemas.windows import SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
 
 ENV_PREFIX = "STREAMREC_FEATURES_"
+# The local run's /metrics: next to the local cluster's JobManager (9249) and
+# TaskManager (9250), so all three can run at once.
+METRICS_PORT = 9251
+LOOPBACK = "127.0.0.1"
 # Below this a dead letter keeps too little of the original to be worth having.
 MIN_DEAD_LETTER_BYTES = 128 * KIB
 
@@ -140,6 +144,19 @@ class FeatureJobSettings(Settings):
     )
     # Built (Maven) or given with --jar by the CLI: not a setting of its own.
     connector_jars: tuple[Path, ...] = field(default=())
+    # Flink's metrics from the local run's mini-cluster (jobs/features/metrics.py); on a
+    # cluster its own reporter serves them, so a submitted job (--detach) turns this off.
+    metrics_port: int = setting(
+        METRICS_PORT,
+        env="STREAMREC_FEATURES_METRICS_PORT",
+        help="port of the local run's Prometheus endpoint (Flink's metrics); 0: none, "
+        "as for a submitted job (--detach), which its cluster's reporter serves",
+    )
+    metrics_host: str = setting(
+        LOOPBACK, env="STREAMREC_FEATURES_METRICS_HOST", help="address that endpoint binds"
+    )
+    # The reporter's jars (jobs.features.metrics.reporter_jars), found by the CLI.
+    metrics_jars: tuple[Path, ...] = field(default=())
     views: tuple[str, ...] = setting(
         VIEW_TAGS, env="STREAMREC_FEATURES_VIEWS", help="comma-separated subset of the views"
     )
@@ -147,6 +164,8 @@ class FeatureJobSettings(Settings):
     def __post_init__(self) -> None:
         if self.state_ttl_ms < 0:
             raise SettingsError(f"{self.variable('state_ttl_ms')} must be 0 (off) or more")
+        if not 0 <= self.metrics_port < 65536:
+            raise SettingsError(f"{self.variable('metrics_port')} must be 0 (off) to 65535")
         if self.jvm_heap_mb < 256:
             raise SettingsError(f"{self.variable('jvm_heap_mb')} must be at least 256")
         for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):

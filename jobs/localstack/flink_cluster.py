@@ -1,12 +1,15 @@
 """A standalone Flink session cluster (one JobManager, one TaskManager) from the PyFlink wheel.
 
 The `apache-flink` wheel carries a whole Flink distribution (bin/, lib/, conf/), so
-no download is needed. Each service gets its own FLINK_CONF_DIR, log and temp
-folders under the stack home; the wheel's own conf/ and log/ are never written.
+no download is needed but the metrics reporter's two jars (jobs/features/metrics.py,
+fetched and built with Maven into the cache). Each service gets its own
+FLINK_CONF_DIR, FLINK_PLUGINS_DIR, log and temp folders under the stack home; the
+wheel's own conf/, plugins/ and log/ are never written.
 """
 
 from __future__ import annotations
 
+import abc
 import json
 import os
 import shutil
@@ -22,6 +25,7 @@ from ruamel.yaml import YAML
 
 from jobs.features import flink_client
 from jobs.features.errors import FeatureJobError
+from jobs.features.metrics import install_plugin, reporter_config, reporter_jars
 from jobs.localstack import binaries
 from jobs.localstack.errors import StackError
 from jobs.localstack.service import Service
@@ -34,8 +38,8 @@ TASK_SLOTS = 2
 ConfigValue = str | int | bool
 # Every address a cluster process binds or advertises: all loopback, so the REST API
 # (which accepts job jars), RPC, blob and data ports are not reachable from the network.
-# No metrics reporter is configured either (Flink's Prometheus reporter binds every
-# interface).
+# The metrics reporter is ours too, bound to loopback (Flink's own Prometheus reporter
+# has no host option and binds every interface), so extras may not replace it either.
 BIND_KEYS = (
     "jobmanager.rpc.address", "jobmanager.bind-host", "taskmanager.host",
     "taskmanager.bind-host", "rest.address", "rest.bind-address",
@@ -73,12 +77,14 @@ def render_flink_config(
     service_dir: Path,
     java_opts: Mapping[str, str],
     extra: Mapping[str, ConfigValue] | None = None,
+    metrics_port: int = 0,
 ) -> str:
     """config.yaml (Flink 2.x's format) for one service of a loopback-only cluster.
 
     Flat dotted keys are valid there too. Only the REST and JobManager RPC ports are
-    fixed (clients need them); every other port is 0 (random), so two stacks with
-    different STREAMREC_FLINK_*_PORT values share a machine.
+    fixed (clients need them), and the service's Prometheus endpoint on
+    ``metrics_port`` (Prometheus scrapes it; 0: none); every other port is 0 (random),
+    so two stacks with different STREAMREC_FLINK_*_PORT values share a machine.
     """
     rebound = sorted(k for k in extra or {} if k in BIND_KEYS or k.startswith("metrics.reporter"))
     if rebound:
@@ -100,6 +106,7 @@ def render_flink_config(
         "rest.port": settings.flink_rest_port,
         "blob.server.port": "0",
         "metrics.internal.query-service.port": "0",
+        **(reporter_config(HOST, metrics_port) if metrics_port else {}),
         "io.tmp.dirs": str(service_dir / "tmp"),
         "web.tmpdir": str(service_dir / "web"),
         "blob.storage.directory": str(service_dir / "blobs"),
@@ -154,9 +161,28 @@ class FlinkService(Service):
         logs = sorted(self.log_dir.glob(f"flink-*-{self.entrypoint}-*.log"), key=_mtime)
         return logs[-1] if logs else self.stdout_path
 
+    @property
+    def plugins_dir(self) -> Path:
+        return self.dir / "plugins"
+
+    @property
+    @abc.abstractmethod
+    def metrics_port(self) -> int:
+        """Where this process's Prometheus reporter listens (on loopback)."""
+
+    def metrics_url(self) -> str:
+        return f"http://{HOST}:{self.metrics_port}/metrics"
+
     def ensure_installed(self) -> None:
         flink_home()
         binaries.find_java()
+        self.reporter_jars()
+
+    def reporter_jars(self) -> tuple[Path, ...]:
+        try:
+            return reporter_jars(self.settings.cache_dir)
+        except FeatureJobError as exc:
+            raise StackError(f"{self.name}: the metrics reporter: {exc}") from None
 
     def config_extra(self) -> dict[str, ConfigValue]:
         return {}
@@ -169,8 +195,11 @@ class FlinkService(Service):
         for pattern in ("log4j*.properties", "logback*.xml"):
             for source in (home / "conf").glob(pattern):
                 shutil.copyfile(source, self.conf_dir / source.name)
+        install_plugin(self.plugins_dir, self.reporter_jars())
         java_opts = java_opts_from(home / "conf" / "config.yaml")
-        text = render_flink_config(self.settings, self.dir, java_opts, self.config_extra())
+        text = render_flink_config(
+            self.settings, self.dir, java_opts, self.config_extra(), self.metrics_port
+        )
         (self.conf_dir / "config.yaml").write_text(text)
 
     def env(self) -> Mapping[str, str]:
@@ -178,6 +207,9 @@ class FlinkService(Service):
             **os.environ,
             "FLINK_CONF_DIR": str(self.conf_dir),
             "FLINK_LOG_DIR": str(self.log_dir),
+            # Only the reporter's plugin: the wheel's plugins/ holds Flink's own
+            # Prometheus reporter, which would bind every interface if configured.
+            "FLINK_PLUGINS_DIR": str(self.plugins_dir),
             # Flink's own pid bookkeeping (not ours); /tmp would be shared by all stacks.
             "FLINK_PID_DIR": str(self.dir / "run"),
             "PYFLINK_CLIENT_EXECUTABLE": sys.executable,
@@ -202,8 +234,12 @@ class FlinkJobManager(FlinkService):
     script = "jobmanager.sh"
     entrypoint = "standalonesession"
 
+    @property
+    def metrics_port(self) -> int:
+        return self.settings.flink_jobmanager_metrics_port
+
     def ports(self) -> tuple[int, ...]:
-        return (self.settings.flink_rest_port, self.settings.flink_rpc_port)
+        return (self.settings.flink_rest_port, self.settings.flink_rpc_port, self.metrics_port)
 
     def endpoint(self) -> str:
         return self.settings.flink_rest_url
@@ -224,8 +260,12 @@ class FlinkTaskManager(FlinkService):
     def resource_id_path(self) -> Path:
         return self.dir / "resource-id"
 
+    @property
+    def metrics_port(self) -> int:
+        return self.settings.flink_taskmanager_metrics_port
+
     def ports(self) -> tuple[int, ...]:
-        return ()  # all random (see render_flink_config)
+        return (self.metrics_port,)  # the others are random (see render_flink_config)
 
     def endpoint(self) -> str:
         return f"{self.settings.flink_rest_url}/#/task-manager"

@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from jobs.features.settings import METRICS_PORT as FEATURES_METRICS_PORT
 from jobs.localstack.prometheus_binaries import ensure_program
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
@@ -35,6 +36,7 @@ PORT_VARIABLES = {
     "canary": "STREAMREC_CANARY_METRICS_PORT",
     "outcome": "STREAMREC_OUTCOME_METRICS_PORT",
 }
+FEATURES_PORT_VARIABLE = "STREAMREC_FEATURES_METRICS_PORT"
 RETENTION = "1d"
 
 
@@ -48,9 +50,22 @@ def part_targets(environ: Mapping[str, str]) -> dict[str, list[str]]:
     return targets
 
 
-def stack_targets(settings: StackSettings) -> dict[str, list[str]]:
-    """The stack's services that export metrics, by the compose file's job names."""
-    return {"triton": [f"{HOST}:{settings.triton_metrics_port}"]}
+def stack_targets(
+    settings: StackSettings, environ: Mapping[str, str] | None = None
+) -> dict[str, list[str]]:
+    """The stack's services that export metrics, by the compose file's job names.
+
+    ``flink`` also holds a local run of the feature job (``python -m jobs.features``),
+    whose mini-cluster serves the same Flink metrics on ``STREAMREC_FEATURES_METRICS_PORT``.
+    """
+    flink = [
+        f"{HOST}:{settings.flink_jobmanager_metrics_port}",
+        f"{HOST}:{settings.flink_taskmanager_metrics_port}",
+    ]
+    local = (environ or {}).get(FEATURES_PORT_VARIABLE, "").strip() or str(FEATURES_METRICS_PORT)
+    if local != "0":  # 0 turns the local run's /metrics off
+        flink.append(f"{HOST}:{local}")
+    return {"triton": [f"{HOST}:{settings.triton_metrics_port}"], "flink": flink}
 
 
 def duration(seconds: float) -> str:
@@ -114,7 +129,7 @@ class PrometheusService(Service):
     def targets(self) -> dict[str, list[str]]:
         return {
             **part_targets(self.environ),
-            **stack_targets(self.settings),
+            **stack_targets(self.settings, self.environ),
             "prometheus": [f"{HOST}:{self.settings.prometheus_port}"],
         }
 

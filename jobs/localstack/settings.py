@@ -49,6 +49,13 @@ class StackSettings(Settings):
     redis_port: int = _port(6379, "STREAMREC_REDIS_PORT", "Redis")
     flink_rest_port: int = _port(8081, "STREAMREC_FLINK_REST_PORT", "Flink REST API and web UI")
     flink_rpc_port: int = _port(6123, "STREAMREC_FLINK_RPC_PORT", "Flink JobManager RPC")
+    # Flink's Prometheus reporter, one endpoint per process (jobs/features/metrics.py).
+    flink_jobmanager_metrics_port: int = _port(
+        9249, "STREAMREC_FLINK_JOBMANAGER_METRICS_PORT", "the Flink JobManager's /metrics"
+    )
+    flink_taskmanager_metrics_port: int = _port(
+        9250, "STREAMREC_FLINK_TASKMANAGER_METRICS_PORT", "the Flink TaskManager's /metrics"
+    )
     triton_http_port: int = _port(8000, "STREAMREC_TRITON_HTTP_PORT", "Triton HTTP")
     triton_grpc_port: int = _port(8001, "STREAMREC_TRITON_GRPC_PORT", "Triton gRPC")
     triton_metrics_port: int = _port(8002, "STREAMREC_TRITON_METRICS_PORT", "Triton metrics")

@@ -5,7 +5,8 @@ Exported names come from the processes' own prometheus_client registries
 ``_bucket``/``_sum``/``_count`` for histograms). Triton and Flink are not our
 code: their names are an explicit allow-list taken from their documentation
 (Triton's metrics page; Flink's system metrics as its Prometheus reporter
-names them, ``flink_<scope>_<metric>``).
+names them, ``flink_<scope>_<metric>``). The Flink names are also checked against
+a live scrape of the feature job (tests/jobs/features/test_metrics_integration.py).
 """
 
 from __future__ import annotations
@@ -38,7 +39,11 @@ FLINK_METRICS = frozenset(
         "flink_jobmanager_numRegisteredTaskManagers",
         "flink_taskmanager_job_task_numRecordsInPerSecond",
         "flink_taskmanager_job_task_numRecordsOutPerSecond",
+        # Per operator: the source's count each event once, a sum over tasks does not.
+        "flink_taskmanager_job_task_operator_numRecordsInPerSecond",
+        "flink_taskmanager_job_task_operator_numRecordsOutPerSecond",
         "flink_taskmanager_job_task_operator_currentOutputWatermark",
+        "flink_taskmanager_job_task_operator_watermarkLag",
         "flink_taskmanager_job_task_operator_pendingRecords",
         "flink_taskmanager_job_task_backPressuredTimeMsPerSecond",
     }

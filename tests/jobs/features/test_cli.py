@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
 
-from jobs.features.cli import build_parser, main, restore_path, settings_from
+from jobs.features import cli
+from jobs.features.cli import (
+    build_parser,
+    main,
+    port_taken,
+    restore_path,
+    settings_from,
+    warn_if_metrics_port_taken,
+    with_metrics,
+)
+from jobs.features.settings import FeatureJobSettings
 
 
 def test_flags_win_over_variables_and_given_jars_skip_the_build(
@@ -60,3 +71,33 @@ def test_restore_auto_starts_fresh_without_a_checkpoint_and_restores_the_latest_
     checkpoint.mkdir(parents=True)
     (checkpoint / "_metadata").write_text("")
     assert restore_path(args, settings) == checkpoint.resolve().as_uri()
+
+
+def test_a_local_run_gets_the_reporters_jars_and_a_submitted_job_no_reporter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jars = (tmp_path / "prom.jar", tmp_path / "bound.jar")
+    monkeypatch.setattr(cli, "reporter_jars", lambda cache: jars)
+    local = build_parser().parse_args(["--jar", "x.jar"])
+    settings = with_metrics(local, settings_from(local, tmp_path), tmp_path)
+    assert (settings.metrics_port, settings.metrics_jars) == (9251, jars)
+    # On a cluster its own reporter serves the metrics: nothing to build or ship.
+    monkeypatch.setattr(cli, "reporter_jars", lambda cache: pytest.fail("nothing to build"))
+    submitted = build_parser().parse_args(["--jar", "x.jar", "--detach"])
+    settings = with_metrics(submitted, settings_from(submitted, tmp_path), tmp_path)
+    assert (settings.metrics_port, settings.metrics_jars) == (0, ())
+    off = build_parser().parse_args(["--jar", "x.jar", "--metrics-port", "0"])
+    assert with_metrics(off, settings_from(off, tmp_path), tmp_path).metrics_jars == ()
+
+
+def test_a_taken_metrics_port_is_said_on_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert port_taken("127.0.0.1", port)
+        warn_if_metrics_port_taken(FeatureJobSettings(metrics_port=port))
+    assert f"127.0.0.1:{port} is taken" in capsys.readouterr().err
+    assert not port_taken("127.0.0.1", port)
+    warn_if_metrics_port_taken(FeatureJobSettings(metrics_port=0))
+    assert capsys.readouterr().err == ""

@@ -27,6 +27,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackSettings]
         cache_dir=StackSettings.from_env(cwd=REPO_ROOT).cache_dir,
         kafka_port=free_port(), kafka_controller_port=free_port(), redis_port=free_port(),
         flink_rest_port=free_port(), flink_rpc_port=free_port(),
+        flink_jobmanager_metrics_port=free_port(), flink_taskmanager_metrics_port=free_port(),
     )  # fmt: skip
     stack = Stack(settings)
     stack.up(["flink"], timeout_s=120)

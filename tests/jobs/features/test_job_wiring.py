@@ -16,6 +16,7 @@ import pytest
 from jobs.features.functions_jar import functions_jar
 from jobs.features.job import build, flink_config, jvm_args
 from jobs.features.maven import kafka_connector_jar
+from jobs.features.metrics import FACTORY
 from jobs.features.settings import FeatureJobSettings
 from schemas.settings import SettingsError, cache_dir
 from tests.security.listeners import listeners_of
@@ -45,6 +46,38 @@ def test_config_bounds_the_fresh_views_state_with_the_ttl_setting() -> None:
         "7200000 ms"
     )
     assert "table.exec.state.ttl" not in flink_config(FeatureJobSettings(state_ttl_ms=0))
+
+
+def test_a_local_run_serves_metrics_with_the_reporters_jars_on_its_class_path(
+    tmp_path: Path,
+) -> None:
+    jars = {name: tmp_path / f"{name}.jar" for name in ("kafka", "functions", "prom", "bound")}
+    settings = FeatureJobSettings(
+        connector_jars=(jars["kafka"], jars["functions"]),
+        metrics_jars=(jars["prom"], jars["bound"]),
+    )
+    config = flink_config(settings)
+    # The mini-cluster finds reporter factories only through pipeline.jars' class loader.
+    assert config["pipeline.jars"].split(";") == [jar.resolve().as_uri() for jar in jars.values()]
+    assert config["metrics.reporters"] == "prom"
+    assert config["metrics.reporter.prom.factory.class"] == FACTORY
+    assert config["metrics.reporter.prom.host"] == "127.0.0.1"
+    assert config["metrics.reporter.prom.port"] == "9251"
+    moved = flink_config(FeatureJobSettings(metrics_port=19251, metrics_host="127.0.0.2"))
+    assert (moved["metrics.reporter.prom.host"], moved["metrics.reporter.prom.port"]) == (
+        "127.0.0.2",
+        "19251",
+    )
+    off = flink_config(FeatureJobSettings(metrics_port=0))
+    assert not [key for key in off if key.startswith("metrics.")]
+
+
+def test_the_metrics_port_follows_the_environment_and_is_checked() -> None:
+    env = {"STREAMREC_FEATURES_METRICS_PORT": "0", "STREAMREC_FEATURES_METRICS_HOST": "::1"}
+    settings = FeatureJobSettings.load(env)
+    assert (settings.metrics_port, settings.metrics_host) == (0, "::1")
+    with pytest.raises(SettingsError, match="STREAMREC_FEATURES_METRICS_PORT"):
+        FeatureJobSettings.load({"STREAMREC_FEATURES_METRICS_PORT": "70000"})
 
 
 def test_settings_read_the_ttl_from_the_environment() -> None:

@@ -10,7 +10,8 @@ import pytest
 from jobs.features import maven
 from jobs.features.errors import DependencyError
 from jobs.features.maven import connectors_dir, fetch_jar, kafka_connector_jar
-from jobs.localstack import StackError, StackSettings
+from jobs.features.metrics import FACTORY, PLUGIN_NAME
+from jobs.localstack import StackError, StackSettings, flink_cluster
 from jobs.localstack.flink_cluster import (
     FlinkJobManager,
     FlinkTaskManager,
@@ -45,6 +46,18 @@ def test_config_binds_loopback_with_fixed_client_ports_and_random_others(tmp_pat
     for key in ("blob.server.port", "taskmanager.rpc.port", "metrics.internal.query-service.port"):
         assert config[key] == "0"
     assert config["taskmanager.data.port"] == 0
+    assert not [key for key in config if key.startswith("metrics.reporter")]  # none asked for
+
+
+def test_config_serves_metrics_on_the_given_port_of_loopback(tmp_path: Path) -> None:
+    text = render_flink_config(_settings(tmp_path), tmp_path / "jm", {}, metrics_port=19249)
+    config = _parse(text)
+    assert {k: v for k, v in config.items() if k.startswith("metrics.reporter")} == {
+        "metrics.reporters": "prom",
+        "metrics.reporter.prom.factory.class": FACTORY,
+        "metrics.reporter.prom.host": "127.0.0.1",
+        "metrics.reporter.prom.port": "19249",
+    }
 
 
 def test_config_memory_time_zone_python_and_folders(tmp_path: Path) -> None:
@@ -90,24 +103,46 @@ def test_command_carries_the_marker_from_the_start(tmp_path: Path) -> None:
 def test_env_points_flink_at_the_stack_home(tmp_path: Path) -> None:
     taskmanager = FlinkTaskManager(_settings(tmp_path))
     env = taskmanager.env()
-    for key in ("FLINK_CONF_DIR", "FLINK_LOG_DIR", "FLINK_PID_DIR"):
+    for key in ("FLINK_CONF_DIR", "FLINK_LOG_DIR", "FLINK_PID_DIR", "FLINK_PLUGINS_DIR"):
         assert env[key].startswith(taskmanager.marker)
     assert env["PATH"] == os.environ["PATH"]
 
 
-def test_prepare_writes_config_and_logging_files(tmp_path: Path) -> None:
+def _fake_reporter_jars(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    jars = [tmp_path / "flink-metrics-prometheus-9.jar", tmp_path / "streamrec-flink-metrics.jar"]
+    for jar in jars:
+        jar.write_text(jar.name)
+    monkeypatch.setattr(flink_cluster, "reporter_jars", lambda cache_dir: tuple(jars))
+    return jars
+
+
+def test_prepare_writes_config_logging_files_and_the_reporters_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jars = _fake_reporter_jars(tmp_path, monkeypatch)
     jobmanager = FlinkJobManager(_settings(tmp_path))
+    stale = jobmanager.plugins_dir / "metrics-jmx"
+    stale.mkdir(parents=True)
     jobmanager.prepare()
-    assert _parse((jobmanager.conf_dir / "config.yaml").read_text())["rest.port"] == 18081
+    config = _parse((jobmanager.conf_dir / "config.yaml").read_text())
+    assert config["rest.port"] == 18081
+    assert config["metrics.reporter.prom.port"] == "9249"
     assert (jobmanager.conf_dir / "log4j-console.properties").exists()
     assert (jobmanager.conf_dir / "log4j-cli.properties").exists()  # for `flink run`
+    # One plugin folder, the reporter's: Flink loads each folder with a class loader of its own.
+    plugin = jobmanager.plugins_dir / PLUGIN_NAME
+    assert [p.name for p in jobmanager.plugins_dir.iterdir()] == [PLUGIN_NAME]
+    assert sorted(p.name for p in plugin.iterdir()) == sorted(jar.name for jar in jars)
+    assert jobmanager.env()["FLINK_PLUGINS_DIR"] == str(jobmanager.plugins_dir)
 
 
 def test_ports_endpoints_and_log_path(tmp_path: Path) -> None:
     settings = _settings(tmp_path)
     jobmanager, taskmanager = FlinkJobManager(settings), FlinkTaskManager(settings)
-    assert jobmanager.ports() == (18081, 16123)
-    assert taskmanager.ports() == ()
+    assert jobmanager.ports() == (18081, 16123, 9249)
+    assert taskmanager.ports() == (9250,)
+    assert jobmanager.metrics_url() == "http://127.0.0.1:9249/metrics"
+    assert taskmanager.metrics_url() == "http://127.0.0.1:9250/metrics"
     assert jobmanager.endpoint() == "http://127.0.0.1:18081"
     assert taskmanager.endpoint() == "http://127.0.0.1:18081/#/task-manager"
     assert jobmanager.exports() == {"STREAMREC_FLINK_REST_URL": "http://127.0.0.1:18081"}
@@ -130,7 +165,9 @@ def test_flink_alias_selects_both_services_in_order(tmp_path: Path) -> None:
     at = known.index("flink-jobmanager")
     assert known[at : at + 2] == ["flink-jobmanager", "flink-taskmanager"]
     assert select(["flink", "kafka"], known) == ["kafka", "flink-jobmanager", "flink-taskmanager"]
-    with pytest.raises(StackError, match=r"known: .*flink-taskmanager, triton, mlflow, flink$"):
+    with pytest.raises(
+        StackError, match=r"known: .*flink-taskmanager, triton, mlflow, prometheus, flink$"
+    ):
         select(["flunk"], known)
 
 

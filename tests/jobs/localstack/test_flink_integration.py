@@ -12,7 +12,9 @@ from jobs.features.maven import kafka_connector_jar
 from jobs.localstack import Stack, StackSettings
 from jobs.localstack import flink_jobs as fj
 from jobs.localstack.flink_cluster import rest_json
+from tests.jobs.features.test_metrics_integration import scrape
 from tests.jobs.localstack.test_integration import _free_ports, _processes_mentioning
+from tests.security.listeners import descendants, exposed, listeners_of
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +24,7 @@ ROWS = 100
 
 @pytest.fixture
 def flink_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    kafka, controller, redis, rest, rpc = _free_ports(5)
+    kafka, controller, redis, rest, rpc, jm_metrics, tm_metrics = _free_ports(7)
     settings = StackSettings(
         home=tmp_path_factory.mktemp("flinkstack"),
         cache_dir=StackSettings.from_env().cache_dir,
@@ -31,6 +33,8 @@ def flink_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         redis_port=redis,
         flink_rest_port=rest,
         flink_rpc_port=rpc,
+        flink_jobmanager_metrics_port=jm_metrics,
+        flink_taskmanager_metrics_port=tm_metrics,
     )
     stack = Stack(settings)
     try:
@@ -78,6 +82,31 @@ def test_cluster_runs_a_submitted_sql_job_and_down_leaves_nothing(flink_stack: S
         f'{{"n":{n},"doubled":{2 * n}}}'.encode() for n in range(1, 101)
     )
 
+    assert_metrics_served_on_loopback(flink_stack)
+
     flink_stack.down()
     # No JVM (nor a script that would exec one) survives, for any service of this home.
     assert _processes_mentioning(str(settings.home)) == []
+
+
+def assert_metrics_served_on_loopback(stack: Stack) -> None:
+    """Each process's Prometheus endpoint answers with Flink's metrics; nothing else is open."""
+    settings = stack.settings
+    statuses = {s.name: s for s in stack.status(["flink"])}
+    jobmanager = scrape(settings.flink_jobmanager_metrics_port)
+    assert [v for _, v in jobmanager["flink_jobmanager_numRegisteredTaskManagers"]] == [1.0]
+    assert [v for _, v in jobmanager["flink_jobmanager_taskSlotsTotal"]] == [2.0]
+    assert [v for _, v in jobmanager["flink_jobmanager_numRunningJobs"]] == [0.0]  # it finished
+    taskmanager = scrape(settings.flink_taskmanager_metrics_port)
+    assert taskmanager["flink_taskmanager_Status_JVM_Memory_Heap_Used"][0][1] > 0
+    assert statuses["flink-jobmanager"].metrics == (
+        f"http://127.0.0.1:{settings.flink_jobmanager_metrics_port}/metrics"
+    )
+    pids = [s.pid for s in statuses.values() if s.pid is not None]
+    listening = listeners_of(descendants(pids))
+    ports = {item.port for items in listening.values() for item in items}
+    assert {
+        settings.flink_jobmanager_metrics_port,
+        settings.flink_taskmanager_metrics_port,
+    } <= ports
+    assert exposed(listening) == []

@@ -10,6 +10,7 @@ from jobs.localstack.prometheus_server import (
     duration,
     part_targets,
     render_config,
+    stack_targets,
 )
 from jobs.localstack.settings import StackSettings
 from schemas.metrics_server import METRICS_PORTS
@@ -48,3 +49,14 @@ def test_the_service_scrapes_the_parts_triton_and_itself_on_loopback(tmp_path: P
     assert set(METRICS_PORTS) <= set(targets)
     assert all(t.startswith("127.0.0.1:") for ts in targets.values() for t in ts)
     assert service.ports() == (19090,) and service.metrics_url().endswith(":19090/metrics")
+
+
+def test_flink_is_scraped_on_the_clusters_ports_and_the_local_runs(tmp_path: Path) -> None:
+    env = {"STREAMREC_FLINK_TASKMANAGER_METRICS_PORT": "19250"}
+    settings = StackSettings.from_env(env, cwd=tmp_path)
+    flink = ["127.0.0.1:9249", "127.0.0.1:19250"]
+    assert stack_targets(settings, {})["flink"] == [*flink, "127.0.0.1:9251"]
+    moved = {"STREAMREC_FEATURES_METRICS_PORT": "19251"}
+    assert stack_targets(settings, moved)["flink"] == [*flink, "127.0.0.1:19251"]
+    off = {"STREAMREC_FEATURES_METRICS_PORT": "0"}
+    assert stack_targets(settings, off)["flink"] == flink

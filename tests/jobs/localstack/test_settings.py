@@ -60,3 +60,22 @@ def test_flink_ports_default_to_flinks_own_and_follow_the_environment(tmp_path: 
     assert settings.flink_rest_url == "http://127.0.0.1:18081"
     with pytest.raises(StackError, match="STREAMREC_FLINK_RPC_PORT"):
         StackSettings.from_env({"STREAMREC_FLINK_RPC_PORT": "x"})
+
+
+def test_flink_metrics_ports_are_fixed_per_process_and_follow_the_environment(
+    tmp_path: Path,
+) -> None:
+    defaults = StackSettings.from_env({}, cwd=tmp_path)
+    ports = (defaults.flink_jobmanager_metrics_port, defaults.flink_taskmanager_metrics_port)
+    assert ports == (9249, 9250)
+    env = {
+        "STREAMREC_FLINK_JOBMANAGER_METRICS_PORT": "19249",
+        "STREAMREC_FLINK_TASKMANAGER_METRICS_PORT": "19250",
+    }
+    settings = StackSettings.from_env(env, cwd=tmp_path)
+    assert (settings.flink_jobmanager_metrics_port, settings.flink_taskmanager_metrics_port) == (
+        19249,
+        19250,
+    )
+    with pytest.raises(StackError, match="STREAMREC_FLINK_TASKMANAGER_METRICS_PORT"):
+        StackSettings.from_env({"STREAMREC_FLINK_TASKMANAGER_METRICS_PORT": "0"})
