@@ -92,7 +92,8 @@ def exported_series() -> dict[str, frozenset[str]]:
 
 
 def queried_metrics(expr: str) -> set[str]:
-    return set(_METRIC.findall(expr))
+    # Label values are quoted strings, not metrics: drop them first.
+    return set(_METRIC.findall(re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)))
 
 
 def grouping_labels(expr: str) -> set[str]:
