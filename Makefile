@@ -39,9 +39,12 @@ lint: $(STAMP) ## ruff and mypy
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy schemas jobs inference tests
 
+# make test fuzzes the codecs with the first 2,500 derandomized inputs of each kind;
+# make fuzz runs all 10,000 (and the poison streams through the running parts).
+TEST_FUZZ_EXAMPLES ?= 2500
 test: $(STAMP) browser ## the whole suite: lint, unit tests and integration tests on the real stack
 	$(MAKE) lint
-	$(PY) -m pytest
+	STREAMREC_FUZZ_EXAMPLES=$(TEST_FUZZ_EXAMPLES) $(PY) -m pytest
 
 # The drift report's render test opens it in headless Chromium (Debian's package).
 browser: ## install Debian's chromium for the report render test (root, when missing)
@@ -54,7 +57,7 @@ flake-check: $(STAMP) ## make test RUNS times (default 5) under load from bench-
 
 FUZZ_INPUTS ?= 10000
 fuzz: $(STAMP) ## poison fuzzing: codec, Java parser parity, and FUZZ_INPUTS inputs through the running worker and feature job
-	STREAMREC_FUZZ_INTEGRATION_INPUTS=$(FUZZ_INPUTS) $(PY) -m pytest -q tests/schemas/test_codec_fuzz.py \
+	STREAMREC_FUZZ_EXAMPLES=10000 STREAMREC_FUZZ_INTEGRATION_INPUTS=$(FUZZ_INPUTS) $(PY) -m pytest -q tests/schemas/test_codec_fuzz.py \
 		tests/jobs/features/test_parser_parity.py tests/inference/worker/test_poison_integration.py \
 		tests/jobs/features/test_poison_integration.py
 

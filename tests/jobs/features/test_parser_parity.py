@@ -2,7 +2,7 @@
 
 Producers are told what the codec accepts (schemas/); the Flink job parses with
 its own Java code (udf/BehaviorEventParser). Any input on which they differ is
-an event that one side dead-letters and the other counts. 10,000 poisoned
+an event that one side dead-letters and the other counts. ``make fuzz``'s 10,000 poisoned
 events (tests/support/poison.py) go through both: same error kind, or the same
 fields.
 """
