@@ -143,6 +143,9 @@ EXIT_RESTART = 75
 START_RETRY_S = 2.0
 
 
+MIN_ATTEMPT_S = 5.0
+
+
 def ensure_topics_once_up(
     settings: KafkaSettings, specs: Iterable[TopicSpec], wait_s: float
 ) -> list[str] | None:
@@ -156,7 +159,10 @@ def ensure_topics_once_up(
     give_up = time.monotonic() + wait_s
     while True:
         try:
-            return ensure_topics(settings, specs)
+            # Each attempt within what is left of the wait (an admin call's own default,
+            # 30 s, made a 6 s wait take 30), but long enough for leaders to be elected.
+            attempt_s = max(give_up - time.monotonic(), MIN_ATTEMPT_S)
+            return ensure_topics(settings, specs, timeout_s=attempt_s)
         except KafkaException as exc:
             if time.monotonic() + START_RETRY_S > give_up:
                 _log.error("Kafka unreachable for %.0f s: %s", wait_s, exc.args[0])
