@@ -9,7 +9,6 @@ at the end of the session.
 from __future__ import annotations
 
 import os
-import socket
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from jobs.localstack import Stack, StackSettings
+from jobs.localstack import Stack
 from jobs.localstack.triton_server import TritonService
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from tests.support.stacks import free_port, own_stack_settings
+
+__all__ = ["free_port"]  # imported from here by many tests
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,26 +32,13 @@ class Endpoints:
     redis_url: str
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Endpoints]:
     external = os.environ.get("STREAMREC_TEST_KAFKA_BOOTSTRAP_SERVERS")
     if external:
         yield Endpoints(external, os.environ.get("STREAMREC_TEST_REDIS_URL", ""))
         return
-    settings = StackSettings(
-        home=tmp_path_factory.mktemp("stack"),
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        kafka_port=free_port(),
-        kafka_controller_port=free_port(),
-        redis_port=free_port(),
-    )
+    settings = own_stack_settings(tmp_path_factory.mktemp("stack"))
     local = Stack(settings)
     local.up(["kafka", "redis"])
     try:
@@ -91,11 +80,7 @@ def mlflow_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     Its venv is made once under the cache folder (minutes on a fresh clone), then reused.
     """
-    settings = StackSettings(
-        home=tmp_path_factory.mktemp("mlflow-stack"),
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        mlflow_port=free_port(),
-    )
+    settings = own_stack_settings(tmp_path_factory.mktemp("mlflow-stack"))
     stack = Stack(settings)
     stack.up(["mlflow"], timeout_s=120)
     try:
@@ -134,13 +119,6 @@ class TritonServer:
         return version
 
 
-def distinct_free_ports(count: int) -> list[int]:
-    ports: set[int] = set()
-    while len(ports) < count:
-        ports.add(free_port())
-    return sorted(ports)
-
-
 # The models the wheel's binary can serve (it has no ONNX Runtime backend for `ranker`).
 PYTHON_MODELS = ("ranker_python", "ranker_torch")
 
@@ -159,15 +137,8 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     artifacts = write_serving_artifacts(root / "small-artifacts")
     models = root / "models"
     repository.publish(artifacts, models)
-    http, grpc, metrics = distinct_free_ports(3)
-    settings = StackSettings(
-        home=root / "home",
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        triton_http_port=http,
-        triton_grpc_port=grpc,
-        triton_metrics_port=metrics,
-        triton_model_repository=models,
-        triton_models=PYTHON_MODELS,
+    settings = own_stack_settings(
+        root / "home", triton_model_repository=models, triton_models=PYTHON_MODELS
     )
     local = Stack(settings)
     local.up(["triton"])
@@ -175,7 +146,7 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
         yield TritonServer(
             grpc_url=settings.triton_grpc_url,
             http_url=settings.triton_http_url,
-            metrics_url=f"http://127.0.0.1:{metrics}/metrics",
+            metrics_url=f"http://127.0.0.1:{settings.triton_metrics_port}/metrics",
             repository=models,
             small_artifacts=artifacts,
             log_path=TritonService(settings).log_path,

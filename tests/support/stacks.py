@@ -24,13 +24,17 @@ def free_port() -> int:
         return port
 
 
+def distinct_free_ports(count: int) -> list[int]:
+    ports: set[int] = set()
+    while len(ports) < count:  # distinct, or two services would race for one
+        ports.add(free_port())
+    return sorted(ports)
+
+
 def own_stack_settings(home: Path, **overrides: Any) -> StackSettings:
     """Settings for a stack under ``home`` with every ``*_port`` free, then ``overrides``."""
-    ports: set[int] = set()
     names = [f.name for f in fields(StackSettings) if f.name.endswith("_port")]
-    while len(ports) < len(names):  # distinct, or two services would race for one
-        ports.add(free_port())
-    chosen: dict[str, Any] = dict(zip(names, sorted(ports), strict=True))
+    chosen: dict[str, Any] = dict(zip(names, distinct_free_ports(len(names)), strict=True))
     return StackSettings(
         home=home,
         cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")).resolve(),

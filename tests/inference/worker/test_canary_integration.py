@@ -4,7 +4,6 @@ rolls a failing version back and promotes a good one (Kafka, Redis, Triton, a wo
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import threading
 import time
@@ -22,19 +21,20 @@ from inference.serving.control import TritonControl
 from inference.serving.errors import ServingError
 from inference.serving.registered import publish_registered
 from inference.serving.worker_metrics import scrape
-from jobs.localstack import Stack, StackSettings
+from jobs.localstack import Stack
 from jobs.ranker.registry import log_and_register
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import RegistryClient
 from schemas.records import RecRequest
 from schemas.routing import Routing, Variant, decode, encode, routing_key, variant_of
-from tests.conftest import REPO_ROOT, Endpoints, TritonServer, distinct_free_ports
+from tests.conftest import Endpoints, TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
 from tests.inference.worker.world import World
 from tests.support import requirements
 from tests.support.bad_model import nan_at_traffic_shapes
+from tests.support.stacks import own_stack_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 # Users 1..N hash to fixed buckets: the share over them is the same on every run.
@@ -274,13 +274,9 @@ def pinned(client: redis.Redis, key: str) -> tuple[int, str]:
 @pytest.fixture
 def second_triton(triton: TritonServer, tmp_path: Path) -> Iterator[TritonControl]:
     """Another tritonserver over the same model repository: a second replica."""
-    http, grpc, metrics = distinct_free_ports(3)
-    settings = StackSettings(
-        home=tmp_path / "replica",
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        triton_http_port=http, triton_grpc_port=grpc, triton_metrics_port=metrics,
-        triton_model_repository=triton.repository, triton_models=(),
-    )  # fmt: skip
+    settings = own_stack_settings(
+        tmp_path / "replica", triton_model_repository=triton.repository, triton_models=()
+    )
     replica = Stack(settings)
     replica.up(["triton"])
     try:

@@ -18,10 +18,11 @@ from jobs.localstack.process import read_pidfile
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import Recommendation, RecRequest
-from tests.conftest import REPO_ROOT, TritonServer, free_port
+from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
 from tests.inference.worker.world import World, changelog, requests_for, write_features
+from tests.support.stacks import own_stack_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 # Small candidate lists and a generous budget: these tests are about delivery, not speed.
@@ -136,19 +137,15 @@ def test_workers_in_one_group_share_partitions_and_survive_rebalances(
         reader.close()
 
 
-def own_stack(tmp_path: Path, **ports: int | Path) -> tuple[Stack, StackSettings]:
-    settings = StackSettings(
-        home=tmp_path / "home",
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        **ports,  # type: ignore[arg-type]
-    )
+def own_stack(tmp_path: Path, **overrides: int | Path) -> tuple[Stack, StackSettings]:
+    settings = own_stack_settings(tmp_path / "home", **overrides)
     return Stack(settings), settings
 
 
 @pytest.fixture
 def own_redis(world: World, world_project: str, tmp_path: Path) -> Iterator[tuple[Stack, str]]:
     """A Redis of this test's own (it gets stopped), holding the world's features."""
-    local, settings = own_stack(tmp_path, redis_port=free_port())
+    local, settings = own_stack(tmp_path)
     local.up(["redis"])
     client = redis.Redis.from_url(settings.redis_url)
     try:
@@ -209,13 +206,7 @@ def own_triton(world: World, tmp_path: Path) -> Iterator[tuple[Stack, str]]:
     """A Triton of this test's own (it gets stopped), serving the world's model."""
     models = tmp_path / "models"
     repository.publish(world.model_dir, models)
-    local, settings = own_stack(
-        tmp_path,
-        triton_http_port=free_port(),
-        triton_grpc_port=free_port(),
-        triton_metrics_port=free_port(),
-        triton_model_repository=models,
-    )
+    local, settings = own_stack(tmp_path, triton_model_repository=models)
     local.up(["triton"])
     try:
         yield local, settings.triton_grpc_url

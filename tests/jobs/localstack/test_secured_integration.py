@@ -7,7 +7,6 @@ home, answer every test of this module.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,8 @@ from jobs.localstack.triton_server import control_env, inference_env
 from schemas.online.covisit import Visit, read_neighbours
 from schemas.online.redis_store import OnlineStoreWriter, read_rows
 from schemas.views import PROJECT, USER_CLICK_WINDOW
-from tests.conftest import REPO_ROOT, distinct_free_ports
 from tests.jobs.feature_writer.samples import T0, item_window, user_window
+from tests.support.stacks import own_stack_settings
 
 pytestmark = pytest.mark.integration
 MODEL = "ranker_python"
@@ -58,17 +57,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     root = tmp_path_factory.mktemp("secured")
     models = root / "models"
     repository.publish(write_serving_artifacts(root / "artifacts"), models, [MODEL])
-    redis_port, http, grpc, metrics = distinct_free_ports(4)
-    settings = StackSettings(
-        home=root / "home",
-        cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")),
-        redis_port=redis_port,
-        triton_http_port=http,
-        triton_grpc_port=grpc,
-        triton_metrics_port=metrics,
-        triton_model_repository=models,
-        triton_models=(MODEL,),
-        secure=True,
+    settings = own_stack_settings(
+        root / "home", triton_model_repository=models, triton_models=(MODEL,), secure=True
     )
     stack = Stack(settings)
     stack.up(["redis", "triton"])

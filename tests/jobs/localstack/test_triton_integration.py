@@ -9,7 +9,7 @@ import pytest
 
 from jobs.localstack import Stack, StackSettings, process
 from jobs.localstack.cli import main as stack_cli
-from tests.conftest import distinct_free_ports
+from tests.support.stacks import distinct_free_ports
 
 pytestmark = pytest.mark.integration
 
