@@ -145,6 +145,7 @@ class SampleBuilder:
         cand_raw[:, 0] = targets.item
         seq_items, seq_cats = self.sequences(targets.user, targets.ts)
         cand_ts = np.broadcast_to(targets.ts[:, None], candidates.shape).ravel()
+        counts = latest_window_counts(self.item_windows, cand_raw.ravel(), cand_ts)
         labels = np.zeros(candidates.shape, dtype=np.float32)
         labels[:, 0] = 1.0
         return Samples(
@@ -155,11 +156,9 @@ class SampleBuilder:
             ),
             cand_items=candidates.astype(np.int32),
             cand_cats=vocab.category_index(cand_raw_cat.ravel()).reshape(candidates.shape),
-            cand_dense=item_dense(
-                latest_window_counts(self.item_windows, cand_raw.ravel(), cand_ts).reshape(
-                    *candidates.shape, -1
-                )
-            ),
+            # The width named, not -1: no targets (a small held-out sample on unknown
+            # items only) is zero rows of it, which -1 cannot infer.
+            cand_dense=item_dense(counts.reshape(*candidates.shape, counts.shape[-1])),
             labels=labels,
             user=targets.user.copy(),
             ts=targets.ts.copy(),

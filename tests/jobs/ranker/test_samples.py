@@ -168,6 +168,17 @@ def test_candidates_put_the_true_item_first_with_its_label() -> None:
     assert (samples.cand_cats[:, 1:] != OOV_INDEX).all()
 
 
+def test_no_targets_give_no_rows_of_the_same_widths() -> None:
+    # A small whole-catalogue sample can hold only items the train split never saw.
+    events = _events()
+    train, held_out = split_by_time(events, DAY0 + 2 * DAY_MS)
+    none = unique_positives(held_out).take(np.zeros(len(unique_positives(held_out)), bool))
+    samples = SampleBuilder(events, Catalog.from_train(train)).build(
+        none, 0, np.random.default_rng(0)
+    )
+    assert samples.cand_items.shape == (0, 1) and samples.cand_dense.shape == (0, 1, 5)
+
+
 def test_popular_items_are_raw_ids_most_frequent_first() -> None:
     events = _events()
     catalog = Catalog.from_train(events)
