@@ -1,4 +1,4 @@
-"""The worker's and the drift job's /metrics servers bind loopback unless configured.
+"""The worker's, the drift job's and the feature writer's /metrics bind loopback unless configured.
 
 Integration-lite: each server is started for real on a free port and the bound
 socket's address is read back, then scraped once.
@@ -20,6 +20,8 @@ from inference.worker.settings import WorkerSettings, build_parser, parse_args, 
 from jobs.drift import cli as drift_cli
 from jobs.drift import metrics as drift_metrics
 from jobs.drift.settings import DriftSettings
+from jobs.feature_writer import cli as writer_cli
+from jobs.feature_writer import metrics as writer_metrics
 from tests.conftest import free_port
 
 Serve = Callable[[int, str], WSGIServer | None]
@@ -31,6 +33,10 @@ SERVERS: dict[str, tuple[Serve, Serve]] = {
     "drift": (
         lambda port, addr: drift_metrics.serve(drift_metrics.DriftMetrics(), port),
         lambda port, addr: drift_metrics.serve(drift_metrics.DriftMetrics(), port, addr),
+    ),
+    "writer": (
+        lambda port, addr: writer_metrics.serve(writer_metrics.WriterMetrics(), port),
+        lambda port, addr: writer_metrics.serve(writer_metrics.WriterMetrics(), port, addr),
     ),
 }
 
@@ -111,3 +117,15 @@ def test_the_worker_serves_on_its_configured_address(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(worker_main, "Worker", stop_here)
     assert worker_main.main([]) == 2
     assert [args[1:] for args in served] == [(9108, "10.1.2.3")]
+
+
+def test_the_writer_serves_on_its_configured_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[tuple[Any, ...]] = []
+    loop = SimpleNamespace(metrics=object(), run=lambda **_: None, close=lambda: None)
+    monkeypatch.setenv("STREAMREC_FEATURE_WRITER_METRICS_HOST", "10.1.2.3")
+    monkeypatch.delenv("STREAMREC_FEATURE_WRITER_METRICS_PORT", raising=False)
+    monkeypatch.setattr(writer_cli, "install_stop_handlers", lambda stop: None)
+    monkeypatch.setattr(writer_cli, "build_loop", lambda *a, **k: loop)
+    monkeypatch.setattr(writer_cli, "serve", lambda *args: served.append(args))
+    assert writer_cli.main([]) == 0
+    assert served == [(loop.metrics, 9112, "10.1.2.3")]

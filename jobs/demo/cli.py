@@ -78,6 +78,11 @@ class DemoSettings(Settings):
         env="STREAMREC_DRIFT_METRICS_PORT",
         help="the drift check's /metrics port (0 = any free port)",
     )
+    writer_metrics_port: int = setting(
+        METRICS_PORTS["writer"],
+        env="STREAMREC_FEATURE_WRITER_METRICS_PORT",
+        help="the feature writer's /metrics port (0 = any free port)",
+    )
 
 
 def metrics_port(chosen: int, part: str, variable: str) -> int:
@@ -134,6 +139,9 @@ def main(argv: list[str] | None = None) -> int:
     drift_port = metrics_port(
         settings.drift_metrics_port, "drift check", "STREAMREC_DRIFT_METRICS_PORT"
     )
+    writer_port = metrics_port(
+        settings.writer_metrics_port, "feature writer", "STREAMREC_FEATURE_WRITER_METRICS_PORT"
+    )
     ensure_model(model_dir)
     events = list(read_dataset(options.dataset, options.path, RowAudit()))[: args.limit]
     log_dir = StackSettings.from_env().home / "demo" / run_id
@@ -149,18 +157,23 @@ def main(argv: list[str] | None = None) -> int:
                 "STREAMREC_MODEL_DIR": str(model_dir),
             },
         )
-        parts = pipeline_parts(topics, run_id, model_dir, log_dir, worker_port)
+        parts = pipeline_parts(topics, run_id, model_dir, log_dir, worker_port, writer_port)
         for part in parts:
             part.env.update(services.env_of(PART_ROLE[part.name]))
         with running(parts, env):
             print(
-                f"starting the feature job, writer and worker (logs in {log_dir}); the "
-                f"worker's metrics: http://{LOOPBACK}:{worker_port}/metrics (`make observe`)",
+                f"starting the feature job, writer and worker (logs in {log_dir}); their "
+                f"metrics: worker http://{LOOPBACK}:{worker_port}/metrics, writer "
+                f"http://{LOOPBACK}:{writer_port}/metrics (`make observe`)",
                 file=sys.stderr,
             )
             wait_ready(
                 parts,
-                {"feature job": log_says(parts[0], "job id"), "worker": port_open(worker_port)},
+                {
+                    "feature job": log_says(parts[0], "job id"),
+                    "feature writer": port_open(writer_port),
+                    "worker": port_open(worker_port),
+                },
             )
             probes = warm_up(
                 services.kafka, services.redis_url, topics.events, events[0].ts, list(parts)

@@ -102,9 +102,20 @@ def feature_job_part(events: str, changelog: str, group: str, log_dir: Path) -> 
     return Part("feature-job", "jobs.features", args, log_dir, niceness=FEATURE_PATH_NICENESS)
 
 
-def writer_part(changelog: str, group: str, log_dir: Path, project: str | None = None) -> Part:
-    """The feature writer from ``changelog`` into Redis (``project``: its Feast namespace)."""
-    args = ["--topic", changelog, "--group-id", part_group(group, "feature-writer")]
+def writer_part(
+    changelog: str,
+    group: str,
+    log_dir: Path,
+    project: str | None = None,
+    metrics_port: int = 0,
+) -> Part:
+    """The feature writer from ``changelog`` into Redis (``project``: its Feast namespace).
+
+    ``metrics_port``: its /metrics; 0 (the default) serves none, so that runs of several
+    writers, or of writers killed and restarted, never meet on one port.
+    """
+    args = ["--topic", changelog, "--group-id", part_group(group, "feature-writer"),
+            "--metrics-port", str(metrics_port)]  # fmt: skip
     if project is not None:
         args += ["--project", project]
     return Part(
@@ -117,12 +128,17 @@ def writer_part(changelog: str, group: str, log_dir: Path, project: str | None =
 
 
 def pipeline_parts(
-    topics: RunTopics, group: str, model_dir: Path, log_dir: Path, worker_metrics_port: int
+    topics: RunTopics,
+    group: str,
+    model_dir: Path,
+    log_dir: Path,
+    worker_metrics_port: int,
+    writer_metrics_port: int = 0,
 ) -> list[Part]:
     """Feature job → feature writer → worker, each consuming what the one before produces."""
     return [
         feature_job_part(topics.events, topics.changelog, group, log_dir),
-        writer_part(topics.changelog, group, log_dir),
+        writer_part(topics.changelog, group, log_dir, metrics_port=writer_metrics_port),
         Part(
             "worker",
             "inference.worker",

@@ -13,6 +13,7 @@ import redis
 
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.loop import FeatureWriterLoop
+from jobs.feature_writer.metrics import serve
 from jobs.feature_writer.settings import WriterSettings, parse_args, settings_from
 from schemas.codec import feature_update_codec
 from schemas.consumer import RecordConsumer
@@ -34,7 +35,8 @@ def redis_client(url: str) -> redis.Redis:
 
 
 def build_loop(settings: WriterSettings, stop: threading.Event | None = None) -> FeatureWriterLoop:
-    """Consumer, online-store writer and loop wired from ``settings``."""
+    """Consumer, online-store writer and loop wired from ``settings``; its metrics, in a
+    registry of their own, are ``loop.metrics``."""
     topics = [
         TopicSpec(settings.topic, partitions=4),
         dead_letter_spec(dead_letter_topic(settings.topic)),
@@ -85,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_stop_handlers(stop)
     loop = build_loop(settings, stop)
     try:
+        # Served once Kafka answered, like the worker's: a scrape that answers means running.
+        serve(loop.metrics, settings.metrics_port, settings.metrics_host)
         loop.run(max_records=args.max_records, max_seconds=args.max_seconds)
     finally:
         loop.close()

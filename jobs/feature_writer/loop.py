@@ -6,6 +6,10 @@ co-visitation counts (:mod:`jobs.feature_writer.covisit`) go in the same
 pipeline and are idempotent too. While Redis is unreachable the same batch is
 retried with capped exponential backoff, nothing is committed, and the loop
 carries on once Redis answers again.
+
+The counts the loop keeps (:class:`WriterStats`, its progress line) are Prometheus
+counters too (:mod:`jobs.feature_writer.metrics`): :meth:`FeatureWriterLoop._count`
+adds to both at once.
 """
 
 from __future__ import annotations
@@ -22,15 +26,24 @@ from confluent_kafka import KafkaException
 
 from jobs.feature_writer.covisit import CovisitOptions, batch_visits, script_calls
 from jobs.feature_writer.errors import WriterStopped
+from jobs.feature_writer.metrics import WriterMetrics
 from jobs.feature_writer.rows import ConversionOptions, convert_batch
 from schemas.consumer import RecordConsumer
 from schemas.errors import SchemaViolation
-from schemas.features import FeatureUpdate
+from schemas.features import FeatureUpdate, UserRecentEvents
 from schemas.online.feast_format import FeatureRow
 from schemas.online.redis_store import OnlineStoreWriter, ScriptCall, WriteResult
 
 logger = logging.getLogger(__name__)
 STATS_EVERY_S = 10.0
+
+
+def event_time_ms(update: FeatureUpdate) -> int:
+    """A changelog record's event time: the user's latest click, or the window's end.
+
+    Not a row's Feast timestamp: the fresh view's rows carry the writer's clock.
+    """
+    return update.latest_ts if isinstance(update, UserRecentEvents) else update.window_end
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,7 @@ class FeatureWriterLoop:
         stop: threading.Event | None = None,
         backoff: Backoff = Backoff(),
         covisit: CovisitOptions | None = None,
+        metrics: WriterMetrics | None = None,
     ) -> None:
         self._consumer = consumer
         self._writer = writer
@@ -90,6 +104,9 @@ class FeatureWriterLoop:
         self._backoff = backoff
         self._covisit = covisit
         self.stats = WriterStats()
+        self.metrics = metrics or WriterMetrics()
+        self._dead_letters_seen: dict[str, int] = {}
+        self._newest_event_ms = 0
 
     def run(self, max_records: int | None = None, max_seconds: float | None = None) -> WriterStats:
         """Loop until stopped, or until ``max_records`` / ``max_seconds`` (for tests, benches)."""
@@ -118,18 +135,44 @@ class FeatureWriterLoop:
         counts = self._covisit_calls(batch)
         if rows or counts:
             result = self._write_until_done(rows, counts)
-            self.stats.written += result.written
-            self.stats.stale += result.skipped_stale
-            self.stats.covisits += sum(int(reply) for reply in result.also)
-        self._commit()
-        self.stats.records += len(batch)
-        self.stats.rows += len(rows)
-        self.stats.batches += 1 if batch else 0
+            covisits = sum(int(reply) for reply in result.also)
+            self._count(written=result.written, stale=result.skipped_stale, covisits=covisits)
+            self._note_newest(batch)
+        dead_letters = self._export_dead_letters()
+        self._commit(timed=bool(batch) or dead_letters > 0)
+        self._count(records=len(batch), rows=len(rows), batches=1 if batch else 0)
+        if batch:
+            self.metrics.batch_size.observe(len(batch))
         return len(batch)
 
     def close(self) -> None:
         """Leave the consumer group; uncommitted records go to the next owner."""
         self._consumer.close()
+
+    def _count(self, **added: int) -> None:
+        """Add to :attr:`stats` fields and to their exported counters in one step."""
+        for name, amount in added.items():
+            setattr(self.stats, name, getattr(self.stats, name) + amount)
+            self.metrics.stat_counters[name].inc(amount)
+
+    def _note_newest(self, batch: Sequence[tuple[Any, FeatureUpdate]]) -> None:
+        """The newest event time of a batch Redis took, kept if newer than any before."""
+        newest = max((event_time_ms(update) for _message, update in batch), default=0)
+        if newest > self._newest_event_ms:
+            self._newest_event_ms = newest
+            self.metrics.newest_event.set(newest / 1000)
+
+    def _export_dead_letters(self) -> int:
+        """Bring the dead-letter counter up to the publisher's counts; returns how many
+        dead letters this batch added (refused at decoding or not convertible)."""
+        added = 0
+        for kind, count in self._consumer.dead_letters.counts.items():
+            new = count - self._dead_letters_seen.get(kind, 0)
+            if new > 0:
+                self.metrics.dead_letters.labels(kind).inc(new)
+                self._dead_letters_seen[kind] = count
+                added += new
+        return added
 
     def _convert(self, batch: Sequence[tuple[Any, FeatureUpdate]]) -> list[FeatureRow]:
         rows, failed = convert_batch(batch, self._options)
@@ -138,7 +181,7 @@ class FeatureWriterLoop:
             self._consumer.dead_letters.publish(
                 message, SchemaViolation(f"cannot convert {type(update).__name__}: {exc}")
             )
-            self.stats.bad_rows += 1
+            self._count(bad_rows=1)
         return rows
 
     def _covisit_calls(self, batch: Sequence[tuple[Any, FeatureUpdate]]) -> list[ScriptCall]:
@@ -151,11 +194,12 @@ class FeatureWriterLoop:
     ) -> WriteResult:
         attempt = 0
         while True:
+            started = time.perf_counter()
             try:
                 result = self._writer.write(rows, also)
             except redis.RedisError as exc:
                 attempt += 1
-                self.stats.redis_failures += 1
+                self._count(redis_failures=1)
                 delay = self._backoff.delay(attempt)
                 logger.error(
                     "Redis write failed (attempt %d: %s: %s); %d rows stay uncommitted, "
@@ -168,11 +212,15 @@ class FeatureWriterLoop:
                         "committed, they will be consumed again"
                     ) from exc
                 continue
+            self.metrics.write_seconds.observe(time.perf_counter() - started)
             if attempt:
                 logger.warning("Redis is back after %d failed attempts", attempt)
             return result
 
-    def _commit(self) -> None:
+    def _commit(self, timed: bool) -> None:
+        """Commit what was consumed; ``timed``: the batch consumed something, so the time
+        it takes is a commit's (an empty poll's commit returns at once)."""
+        started = time.perf_counter()
         try:
             self._consumer.commit()
         except KafkaException as exc:
@@ -182,3 +230,5 @@ class FeatureWriterLoop:
             # Typically a rebalance while we waited for Redis: the partitions moved,
             # whoever owns them now replays from the last commit (idempotent upserts).
             logger.warning("offsets not committed (%s); the records will be consumed again", error)
+        if timed:
+            self.metrics.commit_seconds.observe(time.perf_counter() - started)

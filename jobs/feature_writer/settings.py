@@ -10,6 +10,7 @@ from jobs.feature_writer.covisit import NEIGHBOURS, TTL_S, CovisitOptions
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.rows import ConversionOptions
 from schemas.kafka import KafkaSettings
+from schemas.metrics_server import LOOPBACK, METRICS_PORTS
 from schemas.settings import ENV_PREFIX, Settings, group, redis_url_setting, setting
 from schemas.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.topics import FEATURE_UPDATES
@@ -76,6 +77,17 @@ class WriterSettings(Settings):
         env="STREAMREC_FEATURE_WRITER_COVISIT_WINDOW_MS",
         help="clicks of one user this close are co-visited",
     )
+    # schemas.metrics_server.METRICS_PORTS["writer"]: what Prometheus scrapes.
+    metrics_port: int = setting(
+        METRICS_PORTS["writer"],
+        env="STREAMREC_FEATURE_WRITER_METRICS_PORT",
+        help="Prometheus /metrics (0 = off)",
+    )
+    # Loopback unless a deployment says otherwise: a container sets 0.0.0.0 so that
+    # Prometheus on its network can scrape it; a laptop's writer stays private.
+    metrics_host: str = setting(
+        LOOPBACK, env="STREAMREC_FEATURE_WRITER_METRICS_HOST", help="address /metrics binds"
+    )
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.batch_timeout_s <= 0:
@@ -88,6 +100,8 @@ class WriterSettings(Settings):
             raise SettingsError("co-visited items kept must be >= 0 (0 turns counting off)")
         if self.covisit_ttl_seconds < 1 or self.covisit_window_ms < 1:
             raise SettingsError("co-visitation TTL must be >= 1 s and its window >= 1 ms")
+        if not 0 <= self.metrics_port < 65536:
+            raise SettingsError(f"{self.variable('metrics_port')}={self.metrics_port} is no port")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> WriterSettings:

@@ -14,8 +14,10 @@ def test_the_parts_default_ports_are_the_ones_prometheus_scrapes() -> None:
     settings = DemoSettings.load({})
     assert settings.worker_metrics_port == METRICS_PORTS["worker"] == 9108
     assert settings.drift_metrics_port == METRICS_PORTS["drift"] == 9109
-    moved = DemoSettings.load({"STREAMREC_WORKER_METRICS_PORT": "0"})
-    assert moved.worker_metrics_port == 0
+    assert settings.writer_metrics_port == METRICS_PORTS["writer"] == 9112
+    moved = DemoSettings.load({"STREAMREC_WORKER_METRICS_PORT": "0",
+                               "STREAMREC_FEATURE_WRITER_METRICS_PORT": "19112"})  # fmt: skip
+    assert (moved.worker_metrics_port, moved.writer_metrics_port) == (0, 19112)
 
 
 def test_zero_means_any_free_port_and_a_taken_port_is_a_clear_error() -> None:

@@ -48,6 +48,7 @@ def test_demo_runs_the_whole_loop_on_the_stream(
     # Free ports, not the fixed defaults: nothing else on the box may hold those.
     monkeypatch.setenv("STREAMREC_WORKER_METRICS_PORT", "0")
     monkeypatch.setenv("STREAMREC_DRIFT_METRICS_PORT", "0")
+    monkeypatch.setenv("STREAMREC_FEATURE_WRITER_METRICS_PORT", "0")
     code = main(["--limit", str(EVENTS), "--speed", "0", "--model-dir", str(model_dir)])
     out = capsys.readouterr().out
     assert code == 0, out

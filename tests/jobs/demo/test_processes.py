@@ -50,3 +50,14 @@ def test_each_part_consumes_in_its_own_group(tmp_path: Path) -> None:
     groups = [part.argv[part.argv.index("--group-id") + 1] for part in parts]
     assert len(set(groups)) == len(parts)
     assert all(group.startswith("run.") for group in groups)
+
+
+def test_the_writer_serves_metrics_only_where_asked(tmp_path: Path) -> None:
+    def port_of(part: Part) -> str:
+        return part.argv[part.argv.index("--metrics-port") + 1]
+
+    # 0 (no /metrics): several writers, or a writer killed and restarted, never collide.
+    assert port_of(writer_part("c", "g", tmp_path)) == "0"
+    topics = RunTopics.for_run("run")
+    parts = pipeline_parts(topics, "run", tmp_path, tmp_path, 1, writer_metrics_port=2)
+    assert [port_of(p) for p in parts if p.name != "feature-job"] == ["2", "1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from typing import Any
 
 import redis
@@ -20,9 +21,11 @@ from tests.jobs.feature_writer.samples import T0, item_window, recent
 class FakeDeadLetters:
     def __init__(self) -> None:
         self.published: list[tuple[Any, InvalidRecord]] = []
+        self.counts: Counter[str] = Counter()  # by kind, as DeadLetterPublisher counts
 
     def publish(self, message: Any, error: InvalidRecord) -> None:
         self.published.append((message, error))
+        self.counts[error.kind] += 1
 
 
 class FakeConsumer:

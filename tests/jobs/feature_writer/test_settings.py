@@ -6,6 +6,8 @@ import pytest
 
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.settings import WriterSettings, mask_url, parse_args, settings_from
+from jobs.localstack.prometheus_server import PORT_VARIABLES
+from schemas.metrics_server import METRICS_PORTS
 from schemas.views import KEY_TTL_SECONDS
 
 
@@ -44,6 +46,8 @@ def test_environment_then_flags() -> None:
         {"STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "-1"},
         {"STREAMREC_FEATURE_WRITER_COVISIT_NEIGHBOURS": "-1"},
         {"STREAMREC_FEATURE_WRITER_COVISIT_TTL_SECONDS": "0"},
+        {"STREAMREC_FEATURE_WRITER_METRICS_PORT": "70000"},
+        {"STREAMREC_FEATURE_WRITER_METRICS_PORT": "-1"},
     ],
 )
 def test_bad_values_are_refused(env: dict[str, str]) -> None:
@@ -75,6 +79,8 @@ def test_help_mentions_every_flag(capsys: pytest.CaptureFixture[str]) -> None:
         "--covisit-neighbours",
         "--covisit-ttl-seconds",
         "--covisit-window-ms",
+        "--metrics-port",
+        "--metrics-host",
     ):
         assert flag in out
 
@@ -99,3 +105,16 @@ def test_a_key_ttl_of_zero_means_rows_never_expire() -> None:
         WriterSettings.from_env({"STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS": "0"}).key_ttl_seconds
         == 0
     )
+
+
+def test_metrics_serve_on_the_fixed_loopback_port_unless_moved_or_off() -> None:
+    settings = WriterSettings.from_env({})
+    assert settings.metrics_port == METRICS_PORTS["writer"] == 9112
+    assert settings.metrics_host == "127.0.0.1"
+    env = {"STREAMREC_FEATURE_WRITER_METRICS_PORT": "0",
+           "STREAMREC_FEATURE_WRITER_METRICS_HOST": "0.0.0.0"}  # fmt: skip
+    moved = WriterSettings.from_env(env)
+    assert (moved.metrics_port, moved.metrics_host) == (0, "0.0.0.0")
+    flagged = settings_from(parse_args(["--metrics-port", "19112"]), env)
+    assert flagged.metrics_port == 19112
+    assert WriterSettings.variable("metrics_port") == PORT_VARIABLES["writer"]

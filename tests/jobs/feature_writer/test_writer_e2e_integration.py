@@ -1,14 +1,19 @@
-"""End to end on real Kafka and Redis: changelog in, Feast reads out, bad records dead-lettered."""
+"""End to end on real Kafka and Redis: changelog in, Feast reads out, bad records dead-lettered,
+and /metrics says what the loop counted."""
 
 from __future__ import annotations
 
+import urllib.request
 import uuid
 
 import msgspec
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from jobs.feature_writer.cli import build_loop
+from jobs.feature_writer.loop import WriterStats
+from jobs.feature_writer.metrics import STAT_COUNTERS, serve
 from jobs.feature_writer.rows import ConversionOptions, to_row
 from jobs.feature_writer.settings import WriterSettings
 from jobs.replay.readback import high_watermarks, read_range
@@ -16,7 +21,7 @@ from schemas.codec import dead_letter_codec
 from schemas.features import FeatureUpdate, UserRecentEvents
 from schemas.kafka import KafkaSettings
 from schemas.topics import dead_letter_topic
-from tests.conftest import TopicFactory
+from tests.conftest import TopicFactory, free_port
 from tests.feature_repo.applied import AppliedRepo
 from tests.jobs.feature_writer.samples import (
     MINUTE,
@@ -43,6 +48,29 @@ def committed(kafka: KafkaSettings, group: str, topic: str) -> int:
         return int(partition.offset)
     finally:
         consumer.close()
+
+
+def scraped(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of ``/metrics`` on loopback ``port``, by name and sorted labels."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def assert_metrics_are_the_loops_counts(port: int, stats: WriterStats) -> None:
+    samples = scraped(port)
+    for field, (name, _help) in STAT_COUNTERS.items():
+        assert samples[(name + "_total", ())] == getattr(stats, field), field
+    assert samples[("streamrec_writer_rows_written_total", ())] == stats.written > 0
+    dead = {labels[0][1]: n for (name, labels), n in samples.items()
+            if name == "streamrec_writer_dead_letters_total"}  # fmt: skip
+    assert dead == {"malformed": 1, "schema": 1, "oversized": 0, "timestamp": 0}
+    assert samples[("streamrec_writer_batch_size_count", ())] == stats.batches
+    assert samples[("streamrec_writer_newest_event_timestamp_seconds", ())] > T0 / 1000
 
 
 def test_changelog_to_feast_reads_with_dead_letters(
@@ -72,10 +100,16 @@ def test_changelog_to_feast_reads_with_dead_letters(
         project=feast_repo.project, batch_size=4, batch_timeout_s=0.2,
     )  # fmt: skip
     loop = build_loop(settings)
+    port = free_port()
+    server = serve(loop.metrics, port)
+    assert server is not None
     try:
         stats = loop.run(max_records=len(updates) + 1, max_seconds=60)
+        assert_metrics_are_the_loops_counts(port, stats)
     finally:
         loop.close()
+        server.shutdown()
+        server.server_close()
 
     assert stats.records == len(updates) + 1  # the unconvertible one decodes
     assert stats.bad_rows == 1

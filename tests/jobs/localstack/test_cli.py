@@ -42,7 +42,7 @@ def test_the_parts_table_follows_moved_ports_and_leaves_out_parts_turned_off() -
     table = format_parts({"worker": True}, environ).splitlines()
     assert table[0].split() == ["PART", "METRICS", "STATE"]
     assert table[1].split() == ["worker", "http://127.0.0.1:19108/metrics", "answering"]
-    assert [line.split()[0] for line in table[1:]] == ["worker", "canary", "outcome"]
+    assert [line.split()[0] for line in table[1:]] == ["worker", "canary", "outcome", "writer"]
 
 
 def test_status_of_the_default_services_passes_with_prometheus_never_started(

@@ -26,7 +26,9 @@ def test_prometheus_scrapes_a_part_where_its_port_setting_puts_it(tmp_path: Path
     requests = Counter("streamrec_worker_requests", "Valid requests consumed.", registry=registry)
     server = serve_registry(registry, free_port())
     assert server is not None
-    others_off = {f"STREAMREC_{p}_METRICS_PORT": "0" for p in ("DRIFT", "CANARY", "OUTCOME")}
+    # The other parts off, the feature job's local run included (the stack's Flink stays).
+    others = ("DRIFT", "CANARY", "OUTCOME", "FEATURE_WRITER", "FEATURES")
+    others_off = {f"STREAMREC_{p}_METRICS_PORT": "0" for p in others}
     environ = {"STREAMREC_WORKER_METRICS_PORT": str(server.server_port), **others_off}
     settings = StackSettings.from_env(
         {"STREAMREC_PROMETHEUS_PORT": str(free_port()),
@@ -37,9 +39,10 @@ def test_prometheus_scrapes_a_part_where_its_port_setting_puts_it(tmp_path: Path
     try:
         stack.up(["prometheus"], timeout_s=60)
         prometheus = Prometheus(stack.services["prometheus"].endpoint())
-        health = wait_scraped(prometheus, 3)  # the worker, Triton and itself; no other part
+        # The worker, the stack's Triton and Flink (JobManager, TaskManager) and itself.
+        health = wait_scraped(prometheus, 5)
         assert health[f"worker/127.0.0.1:{server.server_port}"] == "up", health
-        assert {key.split("/")[0] for key in health} == {"worker", "triton", "prometheus"}
+        assert {key.split("/")[0] for key in health} == {"worker", "triton", "flink", "prometheus"}
         started = time.time()
         for _ in range(12):
             requests.inc(5)

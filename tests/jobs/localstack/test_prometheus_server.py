@@ -21,6 +21,8 @@ def test_every_part_is_scraped_at_its_default_port_unless_moved_or_off() -> None
     moved = part_targets({"STREAMREC_WORKER_METRICS_PORT": "19108",
                           "STREAMREC_OUTCOME_METRICS_PORT": "0"})  # fmt: skip
     assert moved["worker"] == ["127.0.0.1:19108"] and "outcome" not in moved
+    writer = part_targets({"STREAMREC_FEATURE_WRITER_METRICS_PORT": "19112"})["writer"]
+    assert writer == ["127.0.0.1:19112"]
 
 
 def test_durations_are_whole_units() -> None:
