@@ -76,7 +76,7 @@ class LiveRun:
 
 
 def part_ports() -> dict[str, int]:
-    return {name: free_port() for name in ("worker", "drift", "outcome", "features")}
+    return {name: free_port() for name in ("worker", "drift", "outcome", "features", "writer")}
 
 
 def pipeline(topics: RunTopics, run_id: str, model_dir: Path, log_dir: Path,
@@ -106,7 +106,8 @@ def pipeline(topics: RunTopics, run_id: str, model_dir: Path, log_dir: Path,
         "--recommendations-topic", topics.recommendations, "--events-topic", topics.events,
         "--group-id", f"{run_id}.outcome", "--metrics-port", str(ports["outcome"]),
     ], log_dir)  # fmt: skip
-    return [features, writer_part(topics.changelog, run_id, log_dir), worker, drift, outcome]
+    writer = writer_part(topics.changelog, run_id, log_dir, metrics_port=ports["writer"])
+    return [features, writer, worker, drift, outcome]
 
 
 @contextmanager
@@ -122,6 +123,7 @@ def observed_stack(home: Path, model_dir: Path, ports: dict[str, int]) -> Iterat
         "STREAMREC_DRIFT_METRICS_PORT": str(ports["drift"]),
         "STREAMREC_OUTCOME_METRICS_PORT": str(ports["outcome"]),
         "STREAMREC_FEATURES_METRICS_PORT": str(ports["features"]),
+        "STREAMREC_FEATURE_WRITER_METRICS_PORT": str(ports["writer"]),
         "STREAMREC_CANARY_METRICS_PORT": "0",
     }
     stack = Stack(settings, [("triton", TritonService),
@@ -200,6 +202,7 @@ def live_run(
         parts = pipeline(topics, run_id, model_dir, home / "logs", ports)
         with running(parts, env):
             wait_ready(parts, {"feature job": log_says(parts[0], "job id"),
+                               "feature writer": port_open(ports["writer"]),
                                "worker": port_open(ports["worker"])})  # fmt: skip
             service = stack.services["prometheus"]
             assert isinstance(service, PrometheusService)

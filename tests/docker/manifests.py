@@ -70,6 +70,7 @@ def code_ports() -> dict[str, int]:
     """The default port of each process, read from the code."""
     from inference.worker.settings import WorkerSettings
     from jobs.drift.settings import DriftSettings
+    from jobs.feature_writer.settings import WriterSettings
     from jobs.localstack.settings import StackSettings
     from jobs.outcomes.settings import OutcomeSettings
 
@@ -82,6 +83,7 @@ def code_ports() -> dict[str, int]:
         "worker-metrics": WorkerSettings().metrics_port,
         "drift-metrics": DriftSettings().metrics_port,
         "outcome-metrics": OutcomeSettings().metrics_port,
+        "writer-metrics": WriterSettings().metrics_port,
         "triton-http": 8000,
         "triton-grpc": 8001,
         "triton-metrics": 8002,

@@ -78,16 +78,19 @@ def _family_labels(registry: CollectorRegistry, name: str) -> set[str]:
 
 
 def exported_series() -> dict[str, frozenset[str]]:
-    """Our processes' series (worker, drift job, canary, outcome job), with their labels."""
+    """Our processes' series (worker, drift job, canary, outcome job, feature writer), with
+    their labels."""
     from inference.serving.canary_metrics import CanaryMetrics
     from inference.worker.metrics import WorkerMetrics
     from jobs.drift.metrics import DriftMetrics
+    from jobs.feature_writer.metrics import WriterMetrics
     from jobs.outcomes.metrics import OutcomeMetrics
 
     series = registry_series(WorkerMetrics().registry)
     series.update(registry_series(DriftMetrics().registry))
     series.update(registry_series(CanaryMetrics().registry))
     series.update(registry_series(OutcomeMetrics().registry))
+    series.update(registry_series(WriterMetrics().registry))
     return series
 
 

@@ -168,14 +168,19 @@ def test_metrics_listen_in_their_containers_on_the_code_ports(services: dict[str
     ports = code_ports()
     worker, drift = services["worker"]["environment"], services["drift"]["environment"]
     outcome = services["outcome"]["environment"]
+    writer = services["feature-writer"]["environment"]
     # The code binds loopback by default; in a container Prometheus scrapes over the network.
     assert worker["STREAMREC_WORKER_METRICS_HOST"] == drift["STREAMREC_DRIFT_METRICS_HOST"]
     assert worker["STREAMREC_WORKER_METRICS_HOST"] == outcome["STREAMREC_OUTCOME_METRICS_HOST"]
+    assert (
+        worker["STREAMREC_WORKER_METRICS_HOST"] == writer["STREAMREC_FEATURE_WRITER_METRICS_HOST"]
+    )
     assert worker["STREAMREC_WORKER_METRICS_HOST"] == "0.0.0.0"
     assert worker["STREAMREC_WORKER_METRICS_PORT"] == str(ports["worker-metrics"])
     assert worker["STREAMREC_TRITON_URL"] == f"triton:{ports['triton-grpc']}"
     assert drift["STREAMREC_DRIFT_METRICS_PORT"] == str(ports["drift-metrics"])
     assert outcome["STREAMREC_OUTCOME_METRICS_PORT"] == str(ports["outcome-metrics"])
+    assert writer["STREAMREC_FEATURE_WRITER_METRICS_PORT"] == str(ports["writer-metrics"])
     triton = services["triton"]["command"]
     for flag in ("http", "grpc", "metrics"):
         assert f"--{flag}-port={ports['triton-' + flag]}" in triton

@@ -383,7 +383,7 @@ def test_ports_and_claims_match() -> None:
         ports["triton-grpc"],
         ports["triton-metrics"],
     }
-    assert exposed["feature-writer"] == set()  # no listener of any kind
+    assert exposed["feature-writer"] == {ports["writer-metrics"]}  # its only listener
     for pod, template in pod_templates().items():
         volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
         for volume in volumes.values():
@@ -401,9 +401,10 @@ def test_probes_ask_ports_the_container_names() -> None:
             for handler in ("httpGet", "tcpSocket"):
                 if handler in container.get(probe, {}):
                     assert container[probe][handler]["port"] in named, (name, probe)
-    # The writer has no endpoint: no probe could ask it anything.
+    # The writer's only endpoint is /metrics: ready once it serves (after Kafka answered).
     (writer,) = pod_templates()["feature-writer"]["spec"]["containers"]
-    assert not {"readinessProbe", "livenessProbe", "startupProbe"} & set(writer)
+    assert writer["readinessProbe"]["tcpSocket"]["port"] == "metrics"
+    assert not {"livenessProbe", "startupProbe"} & set(writer)
 
 
 def test_writers_are_no_more_than_the_changelogs_partitions() -> None:
@@ -519,6 +520,12 @@ def test_metrics_listen_on_the_pod_address() -> None:
     outcome = by_kind("ConfigMap")["streamrec-outcome-config"]["data"]
     assert outcome["STREAMREC_OUTCOME_METRICS_HOST"] == "0.0.0.0"
     assert outcome["STREAMREC_OUTCOME_METRICS_PORT"] == str(code_ports()["outcome-metrics"])
+    writer = env_of("feature-writer")
+    assert writer["STREAMREC_FEATURE_WRITER_METRICS_HOST"]["value"] == "0.0.0.0"
+    port = str(code_ports()["writer-metrics"])
+    assert writer["STREAMREC_FEATURE_WRITER_METRICS_PORT"]["value"] == port
+    annotations = pod_templates()["feature-writer"]["metadata"]["annotations"]
+    assert annotations == {"prometheus.io/scrape": "true", "prometheus.io/port": port}
 
 
 def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
@@ -557,7 +564,7 @@ def test_policies_let_in_only_what_the_pipeline_needs() -> None:
     assert allowed("triton", "grpc") == [worker]
     assert allowed("triton", "metrics") == [PROMETHEUS]
     assert allowed("worker", "metrics") == allowed("drift", "metrics") == [PROMETHEUS]
-    assert allowed("outcome", "metrics") == [PROMETHEUS]
+    assert allowed("outcome", "metrics") == allowed("feature-writer", "metrics") == [PROMETHEUS]
     assert [p["podSelector"]["matchLabels"] for p in allowed("triton", "http")] == [
         {"app.kubernetes.io/name": "serving"}
     ]
@@ -594,14 +601,15 @@ def test_policy_ports_are_ports_the_pods_name() -> None:
                         assert port["port"] in named, (name, pod, port)
 
 
-def test_the_writer_lets_nothing_in() -> None:
+def test_the_writer_lets_in_only_prometheus_on_its_metrics_port() -> None:
     labels = pod_templates()["feature-writer"]["metadata"]["labels"]
     selecting = {
         name
         for name, policy in by_kind("NetworkPolicy").items()
         if _selects(policy["spec"]["podSelector"], labels)
     }
-    assert selecting == {"default-deny-ingress"}
+    assert selecting == {"default-deny-ingress", "metrics-scrape"}
+    assert allowed("feature-writer", "metrics") == [PROMETHEUS]
     # Its egress is open (no policy restricts egress): Kafka and Redis let it in.
     kafka = by_kind("NetworkPolicy")["kafka-ingress"]["spec"]["ingress"][0]["from"][0]
     assert _selects(kafka["podSelector"], labels)

@@ -64,6 +64,11 @@ def test_dashboard_covers_what_the_issue_asks() -> None:
         "nv_inference_compute_infer_duration_us",
         "nv_gpu_utilization",
         "flink_taskmanager_job_task_operator_currentOutputWatermark",
+        "streamrec_writer_rows_written_total",
+        "streamrec_writer_stale_rows_total",
+        "streamrec_writer_dead_letters_total",
+        "streamrec_writer_redis_failures_total",
+        "streamrec_writer_batch_write_seconds_bucket",
     ):
         assert metric in text, metric
 
@@ -78,6 +83,7 @@ def test_prometheus_scrapes_every_process_on_its_port() -> None:
     assert targets["worker"] == {f"worker:{ports['worker-metrics']}"}
     assert targets["drift"] == {f"drift:{ports['drift-metrics']}"}
     assert targets["outcome"] == {f"outcome:{ports['outcome-metrics']}"}
+    assert targets["writer"] == {f"feature-writer:{ports['writer-metrics']}"}
     assert targets["triton"] == {f"triton:{ports['triton-metrics']}"}
     flink = yaml.safe_load((DOCKER / "flink" / "config.yaml").read_text())
     reporter = flink["metrics"]["reporter"]["prom"]
