@@ -6,10 +6,9 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 
-LOOPBACK = "127.0.0.1"
-# Each part's /metrics port: the default of its ``*_METRICS_PORT`` setting, what
-# docker/prometheus/prometheus.yml and the local stack's Prometheus scrape.
-METRICS_PORTS = {"worker": 9108, "drift": 9109, "canary": 9110, "outcome": 9111, "writer": 9112}
+from schemas.metrics_ports import LOOPBACK
+
+__all__ = ["LOOPBACK", "serve_registry"]
 
 
 def serve_registry(

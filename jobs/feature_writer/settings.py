@@ -10,7 +10,7 @@ from jobs.feature_writer.covisit import NEIGHBOURS, TTL_S, CovisitOptions
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.rows import ConversionOptions
 from schemas.kafka import KafkaSettings
-from schemas.metrics_server import LOOPBACK, METRICS_PORTS
+from schemas.metrics_ports import LOOPBACK, METRICS_PORTS
 from schemas.settings import ENV_PREFIX, Settings, group, redis_url_setting, setting
 from schemas.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.topics import FEATURE_UPDATES
@@ -77,7 +77,7 @@ class WriterSettings(Settings):
         env="STREAMREC_FEATURE_WRITER_COVISIT_WINDOW_MS",
         help="clicks of one user this close are co-visited",
     )
-    # schemas.metrics_server.METRICS_PORTS["writer"]: what Prometheus scrapes.
+    # schemas.metrics_ports.METRICS_PORTS["writer"]: what Prometheus scrapes.
     metrics_port: int = setting(
         METRICS_PORTS["writer"],
         env="STREAMREC_FEATURE_WRITER_METRICS_PORT",

@@ -3,7 +3,7 @@
 It runs beside the stack, on loopback, with the same job names, scrape targets and
 SLO rules as the compose file's Prometheus (docker/prometheus), so the dashboard in
 docker/grafana and the alert rules read the same series here as in a deployment.
-The parts' ports are their settings' defaults (``schemas.metrics_server.METRICS_PORTS``),
+The parts' ports are their settings' defaults (``schemas.metrics_ports.METRICS_PORTS``),
 read again from this process's environment, so a part moved with its
 ``STREAMREC_*_METRICS_PORT`` variable is scraped where it went. A target that is not
 running shows as down (``up == 0``), which is what Prometheus is for.
@@ -25,7 +25,7 @@ from jobs.features.settings import METRICS_PORT as FEATURES_METRICS_PORT
 from jobs.localstack.prometheus_binaries import ensure_program
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
-from schemas.metrics_server import METRICS_PORTS
+from schemas.metrics_ports import METRICS_PORTS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RULES_DIR = REPO_ROOT / "docker" / "prometheus" / "rules"

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from jobs.demo.cli import DemoSettings, metrics_port
-from schemas.metrics_server import METRICS_PORTS
+from schemas.metrics_ports import METRICS_PORTS
 
 
 def test_the_parts_default_ports_are_the_ones_prometheus_scrapes() -> None:

@@ -7,7 +7,7 @@ import pytest
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.settings import WriterSettings, mask_url, parse_args, settings_from
 from jobs.localstack.prometheus_server import PORT_VARIABLES
-from schemas.metrics_server import METRICS_PORTS
+from schemas.metrics_ports import METRICS_PORTS
 from schemas.views import KEY_TTL_SECONDS
 
 

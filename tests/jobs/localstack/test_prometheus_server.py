@@ -13,7 +13,7 @@ from jobs.localstack.prometheus_server import (
     stack_targets,
 )
 from jobs.localstack.settings import StackSettings
-from schemas.metrics_server import METRICS_PORTS
+from schemas.metrics_ports import METRICS_PORTS
 
 
 def test_every_part_is_scraped_at_its_default_port_unless_moved_or_off() -> None:
