@@ -92,7 +92,9 @@ def rate(metric: str, selector: str) -> str:
 def test_the_first_malformed_request_shows_within_one_scrape(run: LiveRun) -> None:
     at = run.incidents.malformed_at
     expr = rate("streamrec_worker_dead_letters_total", 'kind="malformed"')
-    assert first_rise(run, expr, at) - at <= SCRAPE_S + PROCESSING_S
+    delay = first_rise(run, expr, at) - at
+    print(f"\nfirst malformed request on the dashboard after {delay:.2f} s")
+    assert delay <= SCRAPE_S + PROCESSING_S
 
 
 def test_the_first_triton_timeout_and_fallback_show_within_one_scrape(run: LiveRun) -> None:
@@ -102,6 +104,8 @@ def test_the_first_triton_timeout_and_fallback_show_within_one_scrape(run: LiveR
         run, rate("streamrec_worker_fallbacks_total", f'reason=~"{reasons}"'), at
     )
     errors = first_rise(run, rate("streamrec_worker_errors_total", 'component="triton"'), at)
+    print(f"\nTriton paused: first fallback on the dashboard after {fallbacks - at:.2f} s, "
+          f"first Triton error after {errors - at:.2f} s")  # fmt: skip
     assert fallbacks - at <= SCRAPE_S + PROCESSING_S
     assert errors - at <= SCRAPE_S + PROCESSING_S
 
