@@ -14,6 +14,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+# First, before any test module imports the Feast SDK: feast.metrics sets
+# PROMETHEUS_MULTIPROCESS_DIR and, if prometheus_client is not loaded yet, every metric
+# of the test process then lives in files shared across registries (a counter of one
+# test's registry would read another's increments). Loaded now, it stays in-process.
+import prometheus_client.values  # noqa: F401
 import pytest
 
 from jobs.localstack import Stack
