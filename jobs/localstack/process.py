@@ -12,6 +12,8 @@ import os
 import signal
 import socket
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -185,6 +187,15 @@ def _reap(pid: int) -> None:
     # it stays a zombie until waited for; for anyone else's child this is a no-op.
     with contextlib.suppress(ChildProcessError, OSError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def answers_http(url: str, timeout_s: float = 2.0) -> bool:
+    """Whether ``url`` answers 200 now (a health or /metrics probe; never raises)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 def port_in_use(host: str, port: int) -> bool:

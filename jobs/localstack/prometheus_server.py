@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jobs.features.settings import METRICS_PORT as FEATURES_METRICS_PORT
+from jobs.localstack.process import answers_http
 from jobs.localstack.prometheus_binaries import ensure_program
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
@@ -154,8 +153,4 @@ class PrometheusService(Service):
         ]
 
     def is_healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/-/ready", timeout=2) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError, ValueError):
-            return False
+        return answers_http(f"{self.url}/-/ready")
