@@ -12,6 +12,7 @@ from jobs.features.metrics import reporter_config
 from jobs.features.settings import FeatureJobSettings
 from jobs.features.sql import insert_statements, source_statements, view_statements
 from jobs.features.watermark import register_events_view
+from jobs.features.windows import register_window_views
 
 # Where the local mini-cluster's own servers listen (blob, shuffle, RPC, REST): Flink
 # binds them to every interface by default, which would put a job started on a laptop
@@ -95,6 +96,8 @@ def build(settings: FeatureJobSettings, restore_from: str | None = None) -> Any:
     register_events_view(env)
     for statement in view_statements(settings):
         env.execute_sql(statement)
+    if settings.window_mode != "sql":
+        register_window_views(env, settings)
     statement_set = env.create_statement_set()
     for insert in insert_statements(settings):
         statement_set.add_insert_sql(insert)

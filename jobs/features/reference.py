@@ -124,3 +124,25 @@ def user_recent(events: Iterable[BehaviorEvent], spec: WindowSpec) -> list[UserR
 
 def _packed(event: BehaviorEvent) -> str:
     return pack_event(event.ts, event.item_id, event.category_id, event.behavior)
+
+
+WindowRow = UserWindow | ItemWindow | CategoryWindow
+
+
+def window_key(row: WindowRow) -> tuple[int, ...]:
+    """The online store's key of a window row (an item's windows are per category too)."""
+    if isinstance(row, UserWindow):
+        return (row.user_id,)
+    if isinstance(row, ItemWindow):
+        return (row.item_id, row.category_id)
+    return (row.category_id,)
+
+
+def newest_windows(rows: Iterable[WindowRow]) -> dict[tuple[int, ...], WindowRow]:
+    """The newest window of each key: what the online store holds once ``rows`` are written."""
+    newest: dict[tuple[int, ...], WindowRow] = {}
+    for row in rows:
+        key = window_key(row)
+        if key not in newest or row.window_end > newest[key].window_end:
+            newest[key] = row
+    return newest

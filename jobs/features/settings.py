@@ -23,6 +23,7 @@ METRICS_PORT = 9251
 LOOPBACK = "127.0.0.1"
 # Below this a dead letter keeps too little of the original to be worth having.
 MIN_DEAD_LETTER_BYTES = 128 * KIB
+WINDOW_MODES = ("latest", "every", "sql")
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,15 @@ class FeatureJobSettings(Settings):
     )
     # The reporter's jars (jobs.features.metrics.reporter_jars), found by the CLI.
     metrics_jars: tuple[Path, ...] = field(default=())
+    # How the event-time windows are computed and which of them are written
+    # (jobs/features/windows.py; io.streamrec.flink.SlicedWindowFunction).
+    window_mode: str = setting(
+        "latest",
+        env="STREAMREC_FEATURES_WINDOW_MODE",
+        help="latest: keyed sliced windows, of a key's windows that one watermark advance "
+        "closes only the newest is written (the online store keeps no other); every: the "
+        "same operator, every window; sql: Flink SQL HOP windows, every window",
+    )
     views: tuple[str, ...] = setting(
         VIEW_TAGS, env="STREAMREC_FEATURES_VIEWS", help="comma-separated subset of the views"
     )
@@ -182,6 +192,11 @@ class FeatureJobSettings(Settings):
             )
         # Untranslatable Kafka security settings fail here, before any topic is touched.
         self.connector_properties()
+        if self.window_mode not in WINDOW_MODES:
+            raise SettingsError(
+                f"{self.variable('window_mode')} must be one of {', '.join(WINDOW_MODES)}, "
+                f"not {self.window_mode!r}"
+            )
         unknown = set(self.views) - set(VIEW_TAGS)
         if unknown:
             raise SettingsError(f"unknown views {sorted(unknown)}; choose from {VIEW_TAGS}")

@@ -295,6 +295,30 @@ FROM TABLE(TUMBLE(TABLE item_windows, DESCRIPTOR(window_time), {interval(setting
 GROUP BY category_id, window_start, window_end"""
 
 
+# The window views' tables when the keyed operator computes them (jobs/features/windows.py):
+# their columns are the sink's, less the changelog key and the view tag.
+OPERATOR_TABLES = {
+    "user_window": "user_window_rows",
+    "item_window": "item_window_rows",
+    "category_window": "category_window_rows",
+}
+_ENTITY = {"user_window": "user_id", "item_window": "item_id", "category_window": "category_id"}
+# What the operator reads: io.streamrec.flink.WindowFeatures.EVENT_FIELDS, then the
+# rowtime attribute, whose watermarks close its windows.
+OPERATOR_EVENTS_QUERY = (
+    "SELECT user_id, item_id, category_id, behavior, ts, packed, rowtime FROM behavior_valid"
+)
+
+
+def operator_window_insert(view: str) -> str:
+    """The INSERT of a window view computed by the keyed operator."""
+    table = f"{view}_sink"
+    columns = ", ".join(SINK_ROWS[table].__struct_fields__)
+    return f"""INSERT INTO {table}
+SELECT '{view}:' || CAST({_ENTITY[view]} AS STRING), '{view}', {columns}
+FROM {OPERATOR_TABLES[view]}"""
+
+
 def events_query() -> str:
     """What the job hands to its watermark floor (jobs/features/watermark.py)."""
     return f"SELECT {', '.join(EVENT_COLUMNS)} FROM behavior_source"
@@ -324,12 +348,15 @@ def view_statements(settings: FeatureJobSettings) -> list[str]:
 
 def insert_statements(settings: FeatureJobSettings) -> list[str]:
     """The INSERTs to run together as one job: the dead letters and each chosen view."""
-    views = {
-        "user_recent": user_recent_insert(settings),
-        "user_window": user_window_insert(settings),
-        "item_window": item_window_insert(),
-        "category_window": category_window_insert(settings),
-    }
+    views = {"user_recent": user_recent_insert(settings)}
+    if settings.window_mode == "sql":
+        views |= {
+            "user_window": user_window_insert(settings),
+            "item_window": item_window_insert(),
+            "category_window": category_window_insert(settings),
+        }
+    else:
+        views |= {view: operator_window_insert(view) for view in OPERATOR_TABLES}
     inserts = [dead_letter_insert(settings)]
     return inserts + [insert for view, insert in views.items() if view in settings.views]
 

@@ -1,0 +1,41 @@
+"""The window views from the keyed sliced-window operator (``udf/``: WindowFeatures).
+
+Flink SQL's HOP windows fire every window of every key and merge its slices
+again each time: on the 9-day stream that was half of the job's CPU, and it wrote
+six rows per key and event where the online store keeps one. The operator keeps
+the same slices in keyed state, fires from event-time timers, and in the
+``latest`` mode writes, of a key's windows that one watermark advance closes, only
+the newest (``SlicedWindowFunction`` states the guarantee). SQL has no place for
+such an operator, so the valid events pass through the DataStream API for it,
+staying in the JVM, as the watermark floor does.
+"""
+
+from __future__ import annotations
+
+from pyflink.java_gateway import get_gateway
+from pyflink.table import StreamTableEnvironment, Table
+
+from jobs.features.settings import FeatureJobSettings
+from jobs.features.sql import OPERATOR_EVENTS_QUERY, OPERATOR_TABLES
+
+
+def register_window_views(env: StreamTableEnvironment, settings: FeatureJobSettings) -> None:
+    """Register :data:`OPERATOR_TABLES` of the chosen views (the valid events view must exist).
+
+    The functions jar must be on ``pipeline.jars``, as for the watermark floor.
+    """
+    chosen = [view for view in OPERATOR_TABLES if view in settings.views]
+    if not chosen:
+        return
+    events = env.sql_query(OPERATOR_EVENTS_QUERY)
+    features = get_gateway().jvm.io.streamrec.flink.WindowFeatures.over(
+        env._j_tenv, events._j_table, settings.window_ms, settings.slide_ms,
+        settings.window_mode == "latest",
+    )  # fmt: skip
+    builders = {
+        "user_window": lambda: features.userWindows(settings.sequence_length),
+        "item_window": features.itemWindows,
+        "category_window": lambda: features.categoryWindows(settings.top_items),
+    }
+    for view in chosen:
+        env.create_temporary_view(OPERATOR_TABLES[view], Table(builders[view](), env))
