@@ -79,7 +79,7 @@ def assert_matches_reference(
 def assert_latest_windows(
     got: Sequence[FeatureUpdate], reference: Sequence[FeatureUpdate], view: str
 ) -> None:
-    """Rows of the ``latest`` mode: each a reference row, none twice, the newest per key all there."""
+    """``latest`` mode: each row a reference row, none twice, the newest per key all there."""
     assert len(got) == len(as_set(got)), view
     assert as_set(got) <= as_set(reference), view
     assert newest_windows(got) == newest_windows(reference), view  # type: ignore[arg-type]
