@@ -8,11 +8,11 @@ from typing import Any
 from pyflink.datastream import StreamExecutionEnvironment
 from pyflink.table import EnvironmentSettings, StreamTableEnvironment
 
+from jobs.features.keyed import register_keyed_views
 from jobs.features.metrics import reporter_config
 from jobs.features.settings import FeatureJobSettings
 from jobs.features.sql import insert_statements, source_statements, view_statements
 from jobs.features.watermark import register_events_view
-from jobs.features.windows import register_window_views
 
 # Where the local mini-cluster's own servers listen (blob, shuffle, RPC, REST): Flink
 # binds them to every interface by default, which would put a job started on a laptop
@@ -57,6 +57,7 @@ def flink_config(settings: FeatureJobSettings) -> dict[str, str]:
         "pipeline.name": "streamrec-features",
         # Operators hand records on without copying; the SQL operators allow it.
         "pipeline.object-reuse": "true",
+        "pipeline.auto-watermark-interval": f"{settings.watermark_interval_ms} ms",
         # A half-full network buffer waits at most this long: the fresh view's
         # latency, paid at every exchange between operators (default 100 ms).
         "execution.buffer-timeout.interval": f"{settings.buffer_timeout_ms} ms",
@@ -97,7 +98,7 @@ def build(settings: FeatureJobSettings, restore_from: str | None = None) -> Any:
     for statement in view_statements(settings):
         env.execute_sql(statement)
     if settings.window_mode != "sql":
-        register_window_views(env, settings)
+        register_keyed_views(env, settings)
     statement_set = env.create_statement_set()
     for insert in insert_statements(settings):
         statement_set.add_insert_sql(insert)

@@ -158,8 +158,16 @@ class FeatureJobSettings(Settings):
     )
     # The reporter's jars (jobs.features.metrics.reporter_jars), found by the CLI.
     metrics_jars: tuple[Path, ...] = field(default=())
+    # Windows close when the watermark passes their end; their slide is minutes, so a
+    # second more costs nothing live. In a catch-up each advance then closes several
+    # slides at once, and the latest mode writes one of a key's windows, not each.
+    watermark_interval_ms: int = setting(
+        1_000,
+        env="STREAMREC_FEATURES_WATERMARK_INTERVAL_MS",
+        help="how often the source's watermark advances (Flink's auto-watermark-interval)",
+    )
     # How the event-time windows are computed and which of them are written
-    # (jobs/features/windows.py; io.streamrec.flink.SlicedWindowFunction).
+    # (jobs/features/keyed.py; io.streamrec.flink.SlicedWindowFunction).
     window_mode: str = setting(
         "latest",
         env="STREAMREC_FEATURES_WINDOW_MODE",
@@ -178,7 +186,13 @@ class FeatureJobSettings(Settings):
             raise SettingsError(f"{self.variable('metrics_port')} must be 0 (off) to 65535")
         if self.jvm_heap_mb < 256:
             raise SettingsError(f"{self.variable('jvm_heap_mb')} must be at least 256")
-        for name in ("sequence_length", "top_items", "slide_ms", "parallelism"):
+        for name in (
+            "sequence_length",
+            "top_items",
+            "slide_ms",
+            "parallelism",
+            "watermark_interval_ms",
+        ):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{self.variable(name)} must be at least 1")
         if self.window_ms % self.slide_ms:

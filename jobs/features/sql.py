@@ -295,28 +295,49 @@ FROM TABLE(TUMBLE(TABLE item_windows, DESCRIPTOR(window_time), {interval(setting
 GROUP BY category_id, window_start, window_end"""
 
 
-# The window views' tables when the keyed operator computes them (jobs/features/windows.py):
-# their columns are the sink's, less the changelog key and the view tag.
+# The views' tables when the keyed functions compute them (jobs/features/keyed.py):
+# changelog records already written as key and value bytes (io.streamrec.flink.ChangelogRecord).
 OPERATOR_TABLES = {
-    "user_window": "user_window_rows",
-    "item_window": "item_window_rows",
-    "category_window": "category_window_rows",
+    "user_recent": "user_recent_records",
+    "user_window": "user_window_records",
+    "item_window": "item_window_records",
+    "category_window": "category_window_records",
 }
-_ENTITY = {"user_window": "user_id", "item_window": "item_id", "category_window": "category_id"}
-# What the operator reads: io.streamrec.flink.WindowFeatures.EVENT_FIELDS, then the
+# What the operator reads: io.streamrec.flink.KeyedFeatures.EVENT_FIELDS, then the
 # rowtime attribute, whose watermarks close its windows.
 OPERATOR_EVENTS_QUERY = (
     "SELECT user_id, item_id, category_id, behavior, ts, packed, rowtime FROM behavior_valid"
 )
+def record_sink(view: str) -> str:
+    # One sink table per view, so each chains to its operator (no exchange on the way out).
+    return f"{view}_record_sink"
 
 
-def operator_window_insert(view: str) -> str:
-    """The INSERT of a window view computed by the keyed operator."""
-    table = f"{view}_sink"
-    columns = ", ".join(SINK_ROWS[table].__struct_fields__)
-    return f"""INSERT INTO {table}
-SELECT '{view}:' || CAST({_ENTITY[view]} AS STRING), '{view}', {columns}
-FROM {OPERATOR_TABLES[view]}"""
+def raw_changelog_ddl(settings: FeatureJobSettings, table: str) -> str:
+    """The changelog topic for records that arrive as bytes: nothing to format on the way."""
+    options = (
+        kafka_options(settings, settings.changelog_topic)
+        | CHANGELOG_PRODUCER
+        | {
+            "key.format": "raw",
+            "key.fields": "changelog_key",
+            "value.format": "raw",
+            "value.fields-include": "EXCEPT_KEY",
+            "sink.delivery-guarantee": "at-least-once",
+        }
+    )
+    return f"""CREATE TEMPORARY TABLE {table} (
+  changelog_key BYTES,
+  changelog_value BYTES
+) WITH (
+  {with_options(options)}
+)"""
+
+
+def operator_insert(view: str) -> str:
+    """The INSERT of a view computed by the keyed functions."""
+    return f"""INSERT INTO {record_sink(view)}
+SELECT changelog_key, changelog_value FROM {OPERATOR_TABLES[view]}"""
 
 
 def events_query() -> str:
@@ -343,20 +364,21 @@ def view_statements(settings: FeatureJobSettings) -> list[str]:
         item_window_view(settings),
         dead_letter_ddl(settings),
         *(changelog_ddl(settings, table, sink_columns(row)) for table, row in SINK_ROWS.items()),
+        *(raw_changelog_ddl(settings, record_sink(view)) for view in OPERATOR_TABLES),
     ]
 
 
 def insert_statements(settings: FeatureJobSettings) -> list[str]:
     """The INSERTs to run together as one job: the dead letters and each chosen view."""
-    views = {"user_recent": user_recent_insert(settings)}
     if settings.window_mode == "sql":
-        views |= {
+        views = {
+            "user_recent": user_recent_insert(settings),
             "user_window": user_window_insert(settings),
             "item_window": item_window_insert(),
             "category_window": category_window_insert(settings),
         }
     else:
-        views |= {view: operator_window_insert(view) for view in OPERATOR_TABLES}
+        views = {view: operator_insert(view) for view in OPERATOR_TABLES}
     inserts = [dead_letter_insert(settings)]
     return inserts + [insert for view, insert in views.items() if view in settings.views]
 

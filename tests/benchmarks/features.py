@@ -2,11 +2,15 @@
 
 Throughput: the Taobao stream, looped, on one topic; each job reads it to the
 end (bounded) and its rate is events over the span between its first and last
-changelog record (so JVM start and job build are left out). Side by side: the
-SQL job with every view, the SQL job with only the user windows, and the
-Python DataStream job computing the same user windows
-(``tests.benchmarks.baselines.datastream_features``); the two user-window outputs
-must be equal row for row, or the benchmark fails (exit 1, first differing rows).
+changelog record (so JVM start and job build are left out). Side by side, every
+view: the job as deployed (the keyed window operator, ``--window-mode latest``),
+the operator writing every window (``every``), and Flink SQL's HOP windows
+(``sql``, the other implementation); then the user windows alone from the
+operator and from the Python DataStream job
+(``tests.benchmarks.baselines.datastream_features``), whose outputs must be equal
+row for row, or the benchmark fails (exit 1, first differing rows). Each run's
+changelog rows per event are reported: ``latest`` leaves out the windows that a
+newer one of the same key replaces within one watermark advance.
 
 Freshness: the SQL job and the feature writer run live; events are replayed at
 a steady rate with their times moved to now, and a probe reads the online store
@@ -62,8 +66,22 @@ def output_rate(kafka: KafkaSettings, topic: str, events: int) -> tuple[float, l
     return events / span_s, [m.value() for m in messages]
 
 
-def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float]:
-    """Events/s per implementation; raises if the two user-window outputs differ."""
+# label -> (module, extra flags); the first is the job as deployed.
+RUNS: dict[str, tuple[str, list[str]]] = {
+    "operator, latest window (deployed)": ("jobs.features", []),
+    "operator, every window": ("jobs.features", ["--window-mode", "every"]),
+    "sql, every window": ("jobs.features", ["--window-mode", "sql"]),
+    "operator, user windows": ("jobs.features",
+                               ["--window-mode", "every", "--views", "user_window"]),
+    "datastream, user windows": ("tests.benchmarks.baselines.datastream_features", []),
+}  # fmt: skip
+DEPLOYED, OTHER = "operator, latest window (deployed)", "sql, every window"
+
+
+def throughput(
+    kafka: KafkaSettings, cache: Path, loops: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """Events/s and changelog rows per event of each run; raises if the user windows differ."""
     source = f"bench-features-{uuid.uuid4().hex[:8]}"
     ensure_topics(
         kafka, [TopicSpec(source, 1)]
@@ -72,12 +90,7 @@ def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float
     connector, functions = kafka_connector_jar(cache), functions_jar(cache)
     rates: dict[str, float] = {}
     outputs: dict[str, list[bytes]] = {}
-    runs = {
-        "sql, all views": ("jobs.features", []),
-        "sql, user windows": ("jobs.features", ["--views", "user_window"]),
-        "datastream, user windows": ("tests.benchmarks.baselines.datastream_features", []),
-    }
-    for label, (module, extra) in runs.items():
+    for label, (module, extra) in RUNS.items():
         out = f"{source}-{len(rates)}"
         # Stamped by the broker on arrival: the DataStream sink would stamp event times.
         ensure_topics(kafka, [TopicSpec(out, 1, {"message.timestamp.type": "LogAppendTime"})])
@@ -89,9 +102,9 @@ def throughput(kafka: KafkaSettings, cache: Path, loops: int) -> dict[str, float
         print(f"running {label} over {events:,} events", file=sys.stderr)
         run_module(module, [*common, *extra], kafka)
         rates[label], outputs[label] = output_rate(kafka, out, events)
-    sql, datastream = "sql, user windows", "datastream, user windows"
-    require_same_rows((sql, datastream), outputs[sql], outputs[datastream])
-    return rates
+    ours, datastream = "operator, user windows", "datastream, user windows"
+    require_same_rows((ours, datastream), outputs[ours], outputs[datastream])
+    return rates, {label: len(rows) / events for label, rows in outputs.items()}
 
 
 @contextmanager
@@ -134,23 +147,27 @@ def main(argv: list[str] | None = None) -> int:
     redis_url = os.environ.get("STREAMREC_REDIS_URL", stack.redis_url)
     try:
         with kafka_for_run() as kafka:
-            rates = throughput(kafka, stack.cache_dir, args.loops)
+            rates, rows_per_event = throughput(kafka, stack.cache_dir, args.loops)
             with live_pipeline(kafka, redis_url, stack.cache_dir) as source:
                 fresh = measure_freshness(kafka, redis_url, source, args.rate, args.seconds)
     except BenchmarkFailure as failure:
         return fail(failure)
     p50, p99 = fresh.p(50), fresh.p(99)
-    print_table(["implementation", "events/s"], [(k, f"{v:,.0f}") for k, v in rates.items()])
+    rows = [(k, f"{v:,.0f}", f"{rows_per_event[k]:.2f}") for k, v in rates.items()]
+    print_table(["implementation", "events/s", "changelog rows/event"], rows)
     print_table(["freshness (event produced -> readable)", "ms"],
                 [("p50", f"{p50:.0f}"), ("p99", f"{p99:.0f}"), ("samples", str(fresh.samples)),
                  ("unreadable", f"{fresh.unreadable} ({fresh.unreadable_rate:.2%})")])  # fmt: skip
     save_bar_plot(args.plot, "Feature job throughput (events/s, one partition)",
                   list(rates), {"events/s": list(rates.values())})  # fmt: skip
     print(f"plot: {args.plot}")
-    print(result_line(events_per_s=rates["sql, all views"], freshness_p50_ms=p50,
+    print(result_line(events_per_s=rates[DEPLOYED], freshness_p50_ms=p50,
                       freshness_p99_ms=p99, freshness_unreadable=fresh.unreadable,
                       freshness_unreadable_rate=f"{fresh.unreadable_rate:.4f}",
-                      other_impl_events_per_s=rates["datastream, user windows"],
+                      other_impl_events_per_s=rates[OTHER],
+                      changelog_rows_per_event=f"{rows_per_event[DEPLOYED]:.2f}",
+                      other_impl_rows_per_event=f"{rows_per_event[OTHER]:.2f}",
+                      datastream_user_windows_events_per_s=rates["datastream, user windows"],
                       user_windows_equal=1))  # fmt: skip
     return 0
 

@@ -33,6 +33,9 @@ from tests.jobs.features.test_reference import MIN, T
 from tests.schemas.test_consumer_integration import BAD_INPUTS, EXPECTED_KIND
 
 pytestmark = pytest.mark.integration
+# These tests follow single windows through the watermark, a kill and a restore: every
+# window is written (the latest mode may leave out one that a later window replaces).
+EVERY_WINDOW = ["--window-mode", "every"]
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
@@ -72,7 +75,7 @@ def test_bad_out_of_order_and_late_events(
     kafka: KafkaSettings, topic_factory: TopicFactory
 ) -> None:
     topics = topics_for(topic_factory, partitions=1)
-    job = start(kafka, topics)
+    job = start(kafka, topics, EVERY_WINDOW)
     producer = Producer(kafka.client_config())
     try:
         send(producer, topics.source, event(1, 0))
@@ -143,7 +146,8 @@ def test_restore_from_checkpoint_after_a_kill(
     assert run_replay(options, kafka).ok
     events = list(replay_events(options, RowAudit()))
     checkpoints = tmp_path / "checkpoints"
-    flags = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "500"]
+    flags = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "500",
+             *EVERY_WINDOW]  # fmt: skip
     job = start(kafka, topics, flags)
     try:
         wait_until(lambda: len(read_all(kafka, topics.changelog)) > 1000, "first output")
@@ -194,7 +198,8 @@ def test_events_late_before_a_kill_stay_late_after_the_restore(
     """Flink checkpoints no watermark; the job's floor operator keeps it, so nothing re-fires."""
     topics = topics_for(topic_factory, partitions=1)
     checkpoints = tmp_path / "checkpoints"
-    flags = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "500"]
+    flags = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "500",
+             *EVERY_WINDOW]  # fmt: skip
     before = [(1, 0.0, 10), (1, 10.0, 10), (2, 20.0, 12), (99, 40.0, 10)]
     job = start(kafka, topics, flags)
     producer = Producer(kafka.client_config())

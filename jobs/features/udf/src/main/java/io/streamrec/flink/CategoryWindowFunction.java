@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
-import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.typeutils.MapTypeInfo;
 import org.apache.flink.types.Row;
@@ -20,9 +19,6 @@ import org.apache.flink.types.Row;
 final class CategoryWindowFunction extends SlicedWindowFunction<Long, Map<Long, long[]>> {
     static final int SCORE_DIGITS = 10;
     static final int ITEM_DIGITS = 16;
-    static final TypeInformation<Row> OUTPUT = WindowFeatures.windowRow(
-            new String[] {"category_id"}, new TypeInformation<?>[] {Types.LONG},
-            "top_items", Types.OBJECT_ARRAY(Types.STRING));
 
     private final int topItems;
 
@@ -40,22 +36,22 @@ final class CategoryWindowFunction extends SlicedWindowFunction<Long, Map<Long, 
     @Override
     Map<Long, long[]> add(Map<Long, long[]> slice, Row event) {
         long[] counts = slice.computeIfAbsent(
-                event.<Long>getFieldAs(WindowFeatures.ITEM),
-                item -> new long[WindowFeatures.BEHAVIORS.length]);
-        counts[WindowFeatures.behaviorIndex(event.getFieldAs(WindowFeatures.BEHAVIOR))]++;
+                event.<Long>getFieldAs(KeyedFeatures.ITEM),
+                item -> new long[KeyedFeatures.BEHAVIORS.length]);
+        counts[KeyedFeatures.behaviorIndex(event.getFieldAs(KeyedFeatures.BEHAVIOR))]++;
         return slice;
     }
 
     @Override
     Row window(Long category, long start, long end, List<Map<Long, long[]>> slices) {
         Map<Long, Long> scores = new HashMap<>();
-        long[] counts = new long[WindowFeatures.BEHAVIORS.length];
+        long[] counts = new long[KeyedFeatures.BEHAVIORS.length];
         for (Map<Long, long[]> slice : slices) {
             for (Map.Entry<Long, long[]> item : slice.entrySet()) {
                 long score = 0;
                 for (int i = 0; i < counts.length; i++) {
                     counts[i] += item.getValue()[i];
-                    score += WindowFeatures.TREND_WEIGHTS[i] * item.getValue()[i];
+                    score += KeyedFeatures.TREND_WEIGHTS[i] * item.getValue()[i];
                 }
                 scores.merge(item.getKey(), score, Long::sum);
             }
@@ -67,7 +63,9 @@ final class CategoryWindowFunction extends SlicedWindowFunction<Long, Map<Long, 
         }
         Arrays.sort(packed, Collections.reverseOrder());
         String[] top = Arrays.copyOf(packed, Math.min(topItems, packed.length));
-        return WindowFeatures.windowValues(new Object[] {category}, start, end, counts, top);
+        return ChangelogRecord.of("category_window", category).field("category_id", category)
+                .field("window_start", start).field("window_end", end).counts(counts)
+                .field("top_items", top).row();
     }
 
     /** Zero-padded to {@code digits}, as the SQL's LPAD (which cuts a longer value). */

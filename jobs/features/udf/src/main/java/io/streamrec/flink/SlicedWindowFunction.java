@@ -8,6 +8,8 @@ import java.util.Map;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapState;
 import org.apache.flink.api.common.state.MapStateDescriptor;
+import org.apache.flink.api.common.state.ValueState;
+import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
@@ -43,6 +45,7 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
     final boolean latestOnly;
     private final TypeInformation<S> sliceType;
     private transient MapState<Long, S> slices;
+    private transient ValueState<Long> lastEmitted;
 
     SlicedWindowFunction(Slicing slicing, boolean latestOnly, TypeInformation<S> sliceType) {
         this.slicing = slicing;
@@ -53,7 +56,7 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
     /** A slice with nothing in it yet. */
     abstract S emptySlice();
 
-    /** Adds one event (a row of {@link WindowFeatures#EVENT_FIELDS}); returns the slice. */
+    /** Adds one event (a row of {@link KeyedFeatures#EVENT_FIELDS}); returns the slice. */
     abstract S add(S slice, Row event);
 
     /** The output row of the window ending at {@code end}, merged from its slices. */
@@ -63,44 +66,67 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
     public void open(OpenContext context) throws Exception {
         slices = getRuntimeContext().getMapState(
                 new MapStateDescriptor<>("slices", Types.LONG, sliceType));
+        lastEmitted = getRuntimeContext().getState(
+                new ValueStateDescriptor<>("last-emitted-end", Types.LONG));
     }
 
     @Override
     public void processElement(Row event, Context context, Collector<Row> out) throws Exception {
-        long sliceEnd = slicing.sliceEnd(event.<Long>getFieldAs(WindowFeatures.TS));
+        long sliceEnd = slicing.sliceEnd(event.<Long>getFieldAs(KeyedFeatures.TS));
         S slice = slices.get(sliceEnd);
-        boolean fresh = slice == null;
-        slices.put(sliceEnd, add(fresh ? emptySlice() : slice, event));
-        if (fresh) {
-            // Every window that holds the slice fires once its end is passed.
-            for (long end = sliceEnd; end <= slicing.lastWindowEnd(sliceEnd); end += slicing.slideMs) {
-                context.timerService().registerEventTimeTimer(end - 1);
-            }
+        if (slice == null) {
+            slice = emptySlice();
+            // The first window that holds the slice; each firing sets the next one.
+            context.timerService().registerEventTimeTimer(sliceEnd - 1);
         }
+        slices.put(sliceEnd, add(slice, event));
     }
 
+    /**
+     * Fires the window ending at {@code timestamp + 1}, or in the latest mode the newest
+     * window the watermark has closed, then sets the timer of the next window that
+     * holds a slice (one pending timer per key and slice run, not one per window).
+     */
     @Override
     public void onTimer(long timestamp, OnTimerContext context, Collector<Row> out)
             throws Exception {
         long end = timestamp + 1;
-        // The watermark this advance goes to: timers up to it all fire in this advance.
-        long watermark = context.timerService().currentWatermark();
-        boolean emit = !latestOnly
-                || slicing.newestClosedWithData(slices.keys(), watermark) == end;
+        if (latestOnly) {
+            // The watermark of this advance: every window up to it closes now.
+            long watermark = context.timerService().currentWatermark();
+            end = slicing.newestClosedWithData(slices.keys(), watermark);
+            Long emitted = lastEmitted.value();
+            if (end == Long.MIN_VALUE || (emitted != null && end <= emitted)) {
+                return;  // an earlier firing of this advance wrote the newest window
+            }
+        }
         List<S> held = new ArrayList<>();
+        long nextSlice = Long.MAX_VALUE;
         Iterator<Map.Entry<Long, S>> entries = slices.iterator();
         while (entries.hasNext()) {
             Map.Entry<Long, S> entry = entries.next();
             long sliceEnd = entry.getKey();
-            if (emit && slicing.holds(end, sliceEnd)) {
+            if (slicing.holds(end, sliceEnd)) {
                 held.add(entry.getValue());
             }
             if (slicing.spent(sliceEnd, end)) {
                 entries.remove();
+            } else {
+                nextSlice = Math.min(nextSlice, sliceEnd);
             }
         }
-        if (emit && !held.isEmpty()) {
+        if (!held.isEmpty()) {
             out.collect(window(context.getCurrentKey(), end - slicing.windowMs, end, held));
+        }
+        if (nextSlice <= end + slicing.slideMs) {
+            context.timerService().registerEventTimeTimer(end + slicing.slideMs - 1);
+        }
+        if (latestOnly) {
+            if (nextSlice == Long.MAX_VALUE) {
+                lastEmitted.clear();
+            } else {
+                lastEmitted.update(end);
+            }
         }
     }
 }

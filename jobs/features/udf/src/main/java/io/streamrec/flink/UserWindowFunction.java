@@ -14,9 +14,6 @@ import org.apache.flink.types.Row;
  * the window's last N are among the union of its slices' last N.
  */
 final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[], String[]>> {
-    static final TypeInformation<Row> OUTPUT = WindowFeatures.windowRow(
-            new String[] {"user_id"}, new TypeInformation<?>[] {Types.LONG},
-            "events", Types.OBJECT_ARRAY(Types.STRING));
     private static final TypeInformation<Tuple2<long[], String[]>> SLICE =
             Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), Types.OBJECT_ARRAY(Types.STRING));
 
@@ -29,13 +26,13 @@ final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[],
 
     @Override
     Tuple2<long[], String[]> emptySlice() {
-        return Tuple2.of(new long[WindowFeatures.BEHAVIORS.length], new String[0]);
+        return Tuple2.of(new long[KeyedFeatures.BEHAVIORS.length], new String[0]);
     }
 
     @Override
     Tuple2<long[], String[]> add(Tuple2<long[], String[]> slice, Row event) {
-        slice.f0[WindowFeatures.behaviorIndex(event.getFieldAs(WindowFeatures.BEHAVIOR))]++;
-        slice.f1 = keepLargest(slice.f1, event.getFieldAs(WindowFeatures.PACKED), sequenceLength);
+        slice.f0[KeyedFeatures.behaviorIndex(event.getFieldAs(KeyedFeatures.BEHAVIOR))]++;
+        slice.f1 = keepLargest(slice.f1, event.getFieldAs(KeyedFeatures.PACKED), sequenceLength);
         return slice;
     }
 
@@ -57,7 +54,7 @@ final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[],
 
     @Override
     Row window(Long user, long start, long end, List<Tuple2<long[], String[]>> slices) {
-        long[] counts = new long[WindowFeatures.BEHAVIORS.length];
+        long[] counts = new long[KeyedFeatures.BEHAVIORS.length];
         int total = 0;
         for (Tuple2<long[], String[]> slice : slices) {
             for (int i = 0; i < counts.length; i++) {
@@ -73,6 +70,8 @@ final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[],
         }
         Arrays.sort(all);
         String[] last = Arrays.copyOfRange(all, Math.max(0, total - sequenceLength), total);
-        return WindowFeatures.windowValues(new Object[] {user}, start, end, counts, last);
+        return ChangelogRecord.of("user_window", user).field("user_id", user)
+                .field("window_start", start).field("window_end", end).field("events", last)
+                .counts(counts).row();
     }
 }

@@ -1,12 +1,14 @@
-"""The window views from the keyed sliced-window operator (``udf/``: WindowFeatures).
+"""The keyed views from the job's Java functions (``udf/``: KeyedFeatures).
 
 Flink SQL's HOP windows fire every window of every key and merge its slices
-again each time: on the 9-day stream that was half of the job's CPU, and it wrote
-six rows per key and event where the online store keeps one. The operator keeps
-the same slices in keyed state, fires from event-time timers, and in the
-``latest`` mode writes, of a key's windows that one watermark advance closes, only
-the newest (``SlicedWindowFunction`` states the guarantee). SQL has no place for
-such an operator, so the valid events pass through the DataStream API for it,
+again each time: on the Taobao stream that was half of the job's CPU, and it wrote
+six rows per key and event where the online store keeps one. The window functions
+keep the same slices in keyed state, fire from event-time timers, and in the
+``latest`` mode write, of a key's windows that one watermark advance closes, only
+the newest (``SlicedWindowFunction`` states the guarantee). The fresh view's SQL
+OVER window became a keyed function too (``RecentEventsFunction``), and every view
+writes its changelog records as bytes (``ChangelogRecord``). SQL has no place for
+such operators, so the valid events pass through the DataStream API for them,
 staying in the JVM, as the watermark floor does.
 """
 
@@ -19,7 +21,7 @@ from jobs.features.settings import FeatureJobSettings
 from jobs.features.sql import OPERATOR_EVENTS_QUERY, OPERATOR_TABLES
 
 
-def register_window_views(env: StreamTableEnvironment, settings: FeatureJobSettings) -> None:
+def register_keyed_views(env: StreamTableEnvironment, settings: FeatureJobSettings) -> None:
     """Register :data:`OPERATOR_TABLES` of the chosen views (the valid events view must exist).
 
     The functions jar must be on ``pipeline.jars``, as for the watermark floor.
@@ -28,11 +30,13 @@ def register_window_views(env: StreamTableEnvironment, settings: FeatureJobSetti
     if not chosen:
         return
     events = env.sql_query(OPERATOR_EVENTS_QUERY)
-    features = get_gateway().jvm.io.streamrec.flink.WindowFeatures.over(
+    features = get_gateway().jvm.io.streamrec.flink.KeyedFeatures.over(
         env._j_tenv, events._j_table, settings.window_ms, settings.slide_ms,
         settings.window_mode == "latest",
     )  # fmt: skip
     builders = {
+        "user_recent": lambda: features.recentEvents(settings.sequence_length,
+                                                     settings.state_ttl_ms),
         "user_window": lambda: features.userWindows(settings.sequence_length),
         "item_window": features.itemWindows,
         "category_window": lambda: features.categoryWindows(settings.top_items),
