@@ -35,8 +35,9 @@ def register_keyed_views(env: StreamTableEnvironment, settings: FeatureJobSettin
         settings.window_mode == "latest",
     )  # fmt: skip
     builders = {
-        "user_recent": lambda: features.recentEvents(settings.sequence_length,
-                                                     settings.state_ttl_ms),
+        "user_recent": lambda: features.recentEvents(
+            settings.sequence_length, settings.state_ttl_ms
+        ),
         "user_window": lambda: features.userWindows(settings.sequence_length),
         "item_window": features.itemWindows,
         "category_window": lambda: features.categoryWindows(settings.top_items),

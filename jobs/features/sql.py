@@ -308,6 +308,8 @@ OPERATOR_TABLES = {
 OPERATOR_EVENTS_QUERY = (
     "SELECT user_id, item_id, category_id, behavior, ts, packed, rowtime FROM behavior_valid"
 )
+
+
 def record_sink(view: str) -> str:
     # One sink table per view, so each chains to its operator (no exchange on the way out).
     return f"{view}_record_sink"
