@@ -33,8 +33,14 @@ PYTHON_WORKER_MODE = ("_python_worker_execution_mode", "process")
 MALLOC_ARENAS = ("MALLOC_ARENA_MAX", "2")
 
 
+# The collector of the local JVM (FeatureJobSettings.jvm_gc). With the state on the heap,
+# G1's write barriers and remembered-set refinement took a quarter of the job's CPU on
+# two cores (make bench-features); the throughput collector has neither.
+GC_FLAGS = {"parallel": "-XX:+UseParallelGC", "g1": "-XX:+UseG1GC"}
+
+
 def jvm_args(settings: FeatureJobSettings, given: str) -> str:
-    """PyFlink's ``JVM_ARGS`` for the local JVM: the heap, then what was ``given``.
+    """PyFlink's ``JVM_ARGS`` for the local JVM: the heap and collector, then what was ``given``.
 
     The heap is committed at start (``-Xms`` equal to ``-Xmx``), as Flink's own
     TaskManager launcher sizes it, so the state's growth stays inside a fixed
@@ -43,7 +49,7 @@ def jvm_args(settings: FeatureJobSettings, given: str) -> str:
     last and wins.
     """
     heap = settings.jvm_heap_mb
-    return f"-Xms{heap}m -Xmx{heap}m {given}".strip()
+    return f"-Xms{heap}m -Xmx{heap}m {GC_FLAGS[settings.jvm_gc]} {given}".strip()
 
 
 def flink_config(settings: FeatureJobSettings) -> dict[str, str]:

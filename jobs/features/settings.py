@@ -128,6 +128,12 @@ class FeatureJobSettings(Settings):
         env="STREAMREC_FEATURES_JVM_HEAP_MB",
         help="heap of the local run's JVM, in MB (state lives on it); a cluster sizes its own",
     )
+    jvm_gc: str = setting(
+        "parallel",
+        env="STREAMREC_FEATURES_JVM_GC",
+        help="the local run's garbage collector: parallel (the most events per core) or g1 "
+        "(shorter pauses on a large heap)",
+    )
     checkpoint_dir: Path | None = setting(
         None, env="STREAMREC_FEATURES_CHECKPOINT_DIR", help="enables checkpoints, kept here"
     )
@@ -206,6 +212,8 @@ class FeatureJobSettings(Settings):
             )
         # Untranslatable Kafka security settings fail here, before any topic is touched.
         self.connector_properties()
+        if self.jvm_gc not in ("parallel", "g1"):
+            raise SettingsError(f"{self.variable('jvm_gc')} must be parallel or g1")
         if self.window_mode not in WINDOW_MODES:
             raise SettingsError(
                 f"{self.variable('window_mode')} must be one of {', '.join(WINDOW_MODES)}, "

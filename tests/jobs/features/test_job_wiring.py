@@ -9,6 +9,7 @@ Kafka tables are only declared, never connected.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -91,21 +92,29 @@ def jars() -> tuple[Path, ...]:
 
 
 @pytest.mark.parametrize(
-    ("views", "sinks"),
+    ("views", "mode", "sinks"),
     [
         (
             None,
+            "latest",
+            [f"{view}_record_sink" for view in
+             ("user_recent", "user_window", "item_window", "category_window")],
+        ),
+        (("user_window",), "every", ["user_window_record_sink"]),
+        (
+            None,
+            "sql",
             ["user_recent_sink", "user_window_sink", "item_window_sink", "category_window_sink"],
         ),
-        (("user_window",), ["user_window_sink"]),
+        (("user_window",), "sql", ["user_window_sink"]),
     ],
-)
+)  # fmt: skip
 def test_the_plan_writes_each_chosen_view_and_the_dead_letters(
-    jars: tuple[Path, ...], views: tuple[str, ...] | None, sinks: list[str]
+    jars: tuple[Path, ...], views: tuple[str, ...] | None, mode: str, sinks: list[str]
 ) -> None:
-    settings = FeatureJobSettings(connector_jars=jars)
+    settings = FeatureJobSettings(connector_jars=jars, window_mode=mode)
     if views is not None:
-        settings = FeatureJobSettings(connector_jars=jars, views=views)
+        settings = replace(settings, views=views)
     plan = build(settings).explain()
     written = {line.split("table=[")[1].split("]")[0].rsplit(".", 1)[-1]
                for line in plan.splitlines() if "Sink(table=[" in line}  # fmt: skip
@@ -131,7 +140,8 @@ def test_building_the_job_starts_no_python_worker_pool_on_every_interface(
 
 def test_the_local_jvm_heap_is_bounded_and_a_users_own_flag_wins() -> None:
     settings = FeatureJobSettings.load({"STREAMREC_FEATURES_JVM_HEAP_MB": "1024"})
-    assert jvm_args(settings, "") == "-Xms1024m -Xmx1024m"
+    assert jvm_args(settings, "") == "-Xms1024m -Xmx1024m -XX:+UseParallelGC"
+    assert "-XX:+UseG1GC" in jvm_args(replace(settings, jvm_gc="g1"), "")
     assert jvm_args(settings, "-Xmx4g -Dx=1").split()[-2:] == ["-Xmx4g", "-Dx=1"]
     with pytest.raises(SettingsError, match="STREAMREC_FEATURES_JVM_HEAP_MB"):
         FeatureJobSettings.load({"STREAMREC_FEATURES_JVM_HEAP_MB": "10"})

@@ -22,7 +22,8 @@ def test_interval_literals_keep_milliseconds() -> None:
 
 def test_statements_follow_the_settings() -> None:
     settings = FeatureJobSettings(window_ms=600_000, slide_ms=60_000, sequence_length=7,
-                                  top_items=3, views=("user_window",), bounded=True)  # fmt: skip
+                                  top_items=3, views=("user_window",), bounded=True,
+                                  window_mode="sql")  # fmt: skip
     ddl, inserts = statements(settings)
     text = "\n".join(ddl + inserts)
     assert "ROWS BETWEEN" not in "\n".join(inserts)  # no fresh view requested
@@ -32,11 +33,31 @@ def test_statements_follow_the_settings() -> None:
     assert interval(60_000) in text and interval(600_000) in text
 
 
+@pytest.mark.parametrize("mode", ["latest", "every"])
+def test_the_keyed_functions_views_go_to_raw_sinks_of_their_own(mode: str) -> None:
+    """Records arrive as bytes: a raw sink per view, chained to its function, no SQL windows."""
+    settings = FeatureJobSettings(views=("user_recent", "item_window"), window_mode=mode)
+    ddl, inserts = statements(settings)
+    assert inserts[1:] == [
+        "INSERT INTO user_recent_record_sink\nSELECT changelog_key, changelog_value FROM "
+        "user_recent_records",
+        "INSERT INTO item_window_record_sink\nSELECT changelog_key, changelog_value FROM "
+        "item_window_records",
+    ]
+    sink = next(s for s in ddl if "TABLE item_window_record_sink" in s)
+    assert "'value.format' = 'raw'" in sink and "'key.format' = 'raw'" in sink
+    assert "HOP(" not in "\n".join(inserts) and "OVER" not in "\n".join(inserts)
+
+
 def test_settings_refuse_inconsistent_windows_and_unknown_views() -> None:
     with pytest.raises(ValueError, match="whole number of slides"):
         FeatureJobSettings(window_ms=1000, slide_ms=300)
     with pytest.raises(ValueError, match="unknown views"):
         FeatureJobSettings(views=("user_window", "clicks"))
+    with pytest.raises(ValueError, match="WINDOW_MODE must be one of latest, every, sql"):
+        FeatureJobSettings(window_mode="newest")
+    with pytest.raises(ValueError, match="WATERMARK_INTERVAL_MS must be at least 1"):
+        FeatureJobSettings(watermark_interval_ms=0)
 
 
 def test_environment_overrides_only_known_fields() -> None:
