@@ -7,13 +7,12 @@ import logging
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from jobs.localstack.errors import StackError
 from jobs.localstack.observe import observe
+from jobs.localstack.process import answers_http
 from jobs.localstack.prometheus_server import part_targets
 from jobs.localstack.roles import ROLES, role_env
 from jobs.localstack.service import ServiceStatus
@@ -167,11 +166,7 @@ def _optional_and_off(row: ServiceStatus, named: Sequence[str] | None) -> bool:
 
 def metrics_answer(target: str, timeout_s: float = 1.0) -> bool:
     """Whether ``host:port`` serves /metrics now."""
-    try:
-        with urllib.request.urlopen(f"http://{target}/metrics", timeout=timeout_s) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
-        return False
+    return answers_http(f"http://{target}/metrics", timeout_s)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

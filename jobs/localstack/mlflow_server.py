@@ -19,12 +19,11 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
 from jobs.localstack.errors import StackError
+from jobs.localstack.process import answers_http
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
 from schemas.files import file_lock
@@ -165,8 +164,4 @@ class MlflowService(Service):
         return server_env(os.environ)
 
     def is_healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as response:
-                return bool(response.status == 200)
-        except (urllib.error.URLError, OSError, ValueError):
-            return False
+        return answers_http(f"{self.url}/health")
