@@ -123,8 +123,10 @@ def throughput(
 
 
 @contextmanager
-def live_pipeline(kafka: KafkaSettings, redis_url: str, cache: Path) -> Iterator[str]:
-    """The SQL job and the feature writer running on fresh topics; yields the source topic."""
+def live_pipeline(
+    kafka: KafkaSettings, redis_url: str, cache: Path, writers: int = 1
+) -> Iterator[str]:
+    """The job and ``writers`` feature writers (one group) on fresh topics; yields the source."""
     source = f"bench-fresh-{uuid.uuid4().hex[:8]}"
     changelog = source + "-features"
     ensure_topics(kafka, [TopicSpec(source, 4), TopicSpec(changelog, 4)])
@@ -136,15 +138,17 @@ def live_pipeline(kafka: KafkaSettings, redis_url: str, cache: Path) -> Iterator
          "--jar", str(kafka_connector_jar(cache)), "--jar", str(functions_jar(cache))],
         cwd=REPO, env=env, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
-    writer = subprocess.Popen(
-        [sys.executable, "-m", "jobs.feature_writer", "--topic", changelog, "--group-id",
-         source, "--batch-timeout", "0.02"],
-        cwd=REPO, env=env, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    writer = [sys.executable, "-m", "jobs.feature_writer", "--topic", changelog,
+              "--group-id", source, "--batch-timeout", "0.02"]  # fmt: skip
+    started = [job] + [
+        subprocess.Popen(writer, cwd=REPO, env=env, stderr=subprocess.DEVNULL,
+                         start_new_session=True)  # fmt: skip
+        for _ in range(writers)
+    ]
     try:
         yield source
     finally:
-        for process in (job, writer):
+        for process in started:
             os.killpg(process.pid, 15)
             process.wait(timeout=60)
 
@@ -163,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
         help="passes for the user-window pair compared row for row",
     )
     parser.add_argument("--rate", type=int, default=5000, help="events/s for freshness")
+    parser.add_argument("--writers", type=int, default=1,
+                        help="feature writers (one consumer group) in the freshness run")
     parser.add_argument("--seconds", type=int, default=20, help="freshness run length")
     parser.add_argument("--plot", type=Path, default=Path("reports/bench-features.png"))
     args = parser.parse_args(argv)
@@ -171,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with kafka_for_run() as kafka:
             rates, rows_per_event = throughput(kafka, stack.cache_dir, args.loops, args.check_loops)
-            with live_pipeline(kafka, redis_url, stack.cache_dir) as source:
+            with live_pipeline(kafka, redis_url, stack.cache_dir, args.writers) as source:
                 fresh = measure_freshness(kafka, redis_url, source, args.rate, args.seconds)
     except BenchmarkFailure as failure:
         return fail(failure)
