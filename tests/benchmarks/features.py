@@ -140,11 +140,13 @@ def live_pipeline(
     )  # fmt: skip
     writer = [sys.executable, "-m", "jobs.feature_writer", "--topic", changelog,
               "--group-id", source, "--batch-timeout", "0.02"]  # fmt: skip
-    started = [job] + [
-        subprocess.Popen(writer, cwd=REPO, env=env, stderr=subprocess.DEVNULL,
-                         start_new_session=True)  # fmt: skip
-        for _ in range(writers)
-    ]
+
+    def spawn_writer() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            writer, cwd=REPO, env=env, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+
+    started = [job] + [spawn_writer() for _ in range(writers)]
     try:
         yield source
     finally:
@@ -167,8 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         help="passes for the user-window pair compared row for row",
     )
     parser.add_argument("--rate", type=int, default=5000, help="events/s for freshness")
-    parser.add_argument("--writers", type=int, default=1,
-                        help="feature writers (one consumer group) in the freshness run")
+    parser.add_argument(
+        "--writers",
+        type=int,
+        default=1,
+        help="feature writers (one consumer group) in the freshness run",
+    )
     parser.add_argument("--seconds", type=int, default=20, help="freshness run length")
     parser.add_argument("--plot", type=Path, default=Path("reports/bench-features.png"))
     args = parser.parse_args(argv)
