@@ -26,7 +26,7 @@ from jobs.replay.run import ReplayOptions, run_replay
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.benchmarks.features import run_module
 from tests.benchmarks.report import BenchmarkFailure, fail, print_table, result_line, save_bar_plot
-from tests.benchmarks.thread_cpu import ThreadSampler, closest, cpu_between, descendant_named
+from tests.benchmarks.thread_cpu import ThreadSampler, cpu_between, descendant_named, within
 from tests.support.kafka_session import kafka_for_run
 
 
@@ -75,9 +75,10 @@ def main(argv: list[str] | None = None) -> int:
             first, last, rows = output_span(kafka, out)
     except BenchmarkFailure as failure:
         return fail(failure)
-    if len(sampler.samples) < 2 or last - first < 2:
+    span = within(sampler.samples, first, last)
+    if span is None:
         return fail(BenchmarkFailure("the job ran too briefly to sample; raise --loops"))
-    start, end = closest(sampler.samples, first), closest(sampler.samples, last)
+    start, end = span
     used = cpu_between(start, end)
     total, seconds = sum(cpu for _, cpu in used), end.at - start.at
     table = [(name, f"{cpu:.1f}", f"{cpu / total:.1%}", f"{cpu / seconds:.2f}")

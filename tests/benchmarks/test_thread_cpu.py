@@ -7,11 +7,11 @@ from pathlib import Path
 
 from tests.benchmarks.thread_cpu import (
     Sample,
-    closest,
     cpu_between,
     descendant_named,
     group_of,
     read_threads,
+    within,
 )
 
 
@@ -28,9 +28,11 @@ def test_cpu_between_differences_each_thread_and_counts_a_new_one_whole() -> Non
     assert cpu_between(first, last) == [("item windows -", 4.0), ("GC Thread", 1.5)]
 
 
-def test_closest_picks_the_nearest_sample() -> None:
-    samples = [Sample(float(t), {}) for t in (0, 1, 2, 3)]
-    assert closest(samples, 2.4).at == 2.0
+def test_the_span_is_sampled_from_inside() -> None:
+    samples = [Sample(float(t), {}) for t in (0, 1, 2, 3, 4)]
+    span = within(samples, 0.5, 3.5)
+    assert span is not None and (span[0].at, span[1].at) == (1.0, 3.0)
+    assert within(samples, 0.5, 1.5) is None
 
 
 def fake_stat(proc: Path, pid: int, name: str, ppid: int, cpu_ticks: tuple[int, int] = (0, 0),

@@ -43,8 +43,11 @@ def cpu_between(first: Sample, last: Sample) -> list[tuple[str, float]]:
     return sorted(used.items(), key=lambda item: -item[1])
 
 
-def closest(samples: Sequence[Sample], moment: float) -> Sample:
-    return min(samples, key=lambda sample: abs(sample.at - moment))
+def within(samples: Sequence[Sample], start: float, end: float) -> tuple[Sample, Sample] | None:
+    """The first and the last sample inside ``[start, end]`` (a bounded job's threads are gone
+    right after its last record), or None when fewer than two fall inside."""
+    inside = [sample for sample in samples if start <= sample.at <= end]
+    return (inside[0], inside[-1]) if len(inside) >= 2 else None
 
 
 def descendant_named(root: int, name: str, proc: Path = Path("/proc")) -> int | None:
