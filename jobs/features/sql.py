@@ -389,7 +389,19 @@ def statements(settings: FeatureJobSettings) -> tuple[list[str], list[str]]:
     """(DDL and views to execute first, INSERTs) as plain SQL, the events view unfloored.
 
     The job itself (:func:`jobs.features.job.build`) registers the events view
-    through the watermark floor instead of :func:`plain_events_view`.
+    through the watermark floor instead of :func:`plain_events_view`, and the
+    keyed functions' tables (``*_records``), which no SQL defines: their INSERTs
+    say so in a comment.
     """
     ddl = [*source_statements(settings), plain_events_view(), *view_statements(settings)]
-    return ddl, insert_statements(settings)
+    inserts = insert_statements(settings)
+    if settings.window_mode != "sql":
+        note = (
+            "-- {table}: records of the keyed Java functions (io.streamrec.flink.KeyedFeatures, "
+            f"registered by jobs/features/keyed.py) over\n-- {OPERATOR_EVENTS_QUERY}\n"
+        )
+        inserts = [
+            next((note.format(table=t) for t in OPERATOR_TABLES.values() if t in i), "") + i
+            for i in inserts
+        ]
+    return ddl, inserts

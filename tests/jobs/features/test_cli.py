@@ -41,9 +41,12 @@ def test_explain_prints_only_the_chosen_views(
     jar = str(tmp_path / "x.jar")
     assert main(["--explain", "--views", "item_window", "--jar", jar]) == 0
     sql = capsys.readouterr().out
-    assert "INSERT INTO item_window_sink" in sql
-    assert "INSERT INTO user_window_sink" not in sql
+    assert "INSERT INTO item_window_record_sink" in sql
+    assert "-- item_window_records: records of the keyed Java functions" in sql
+    assert "INSERT INTO user_window" not in sql
     assert "INSERT INTO dead_letter_sink" in sql  # bad input always has somewhere to go
+    main(["--explain", "--views", "item_window", "--window-mode", "sql", "--jar", jar])
+    assert "INSERT INTO item_window_sink" in capsys.readouterr().out
 
 
 def test_restore_latest_needs_a_complete_checkpoint(tmp_path: Path) -> None:

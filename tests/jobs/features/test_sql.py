@@ -10,7 +10,7 @@ from jobs.features.checkpoints import latest_checkpoint
 from jobs.features.dead_letter_sql import RESERVE_BYTES, original_budget_chars, sink_options
 from jobs.features.functions_jar import source_digest
 from jobs.features.settings import FeatureJobSettings, env_overrides
-from jobs.features.sql import EVENTS_VIEW, interval, statements
+from jobs.features.sql import EVENTS_VIEW, insert_statements, interval, statements
 from schemas.kafka import DEAD_LETTER_MAX_BYTES, dead_letter_spec
 
 
@@ -37,7 +37,7 @@ def test_statements_follow_the_settings() -> None:
 def test_the_keyed_functions_views_go_to_raw_sinks_of_their_own(mode: str) -> None:
     """Records arrive as bytes: a raw sink per view, chained to its function, no SQL windows."""
     settings = FeatureJobSettings(views=("user_recent", "item_window"), window_mode=mode)
-    ddl, inserts = statements(settings)
+    ddl, inserts = statements(settings)[0], insert_statements(settings)
     assert inserts[1:] == [
         "INSERT INTO user_recent_record_sink\nSELECT changelog_key, changelog_value FROM "
         "user_recent_records",
