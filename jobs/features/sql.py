@@ -155,19 +155,24 @@ CHANGELOG_PRODUCER = {
 }
 
 
-def changelog_ddl(settings: FeatureJobSettings, table: str, columns: str) -> str:
-    """A Kafka sink on the changelog topic; every view's table writes to the same topic."""
-    options = (
+def changelog_options(settings: FeatureJobSettings, value_format: str) -> dict[str, str]:
+    """A Kafka sink on the changelog topic, keyed by ``changelog_key``; every view writes there."""
+    return (
         kafka_options(settings, settings.changelog_topic)
         | CHANGELOG_PRODUCER
         | {
             "key.format": "raw",
             "key.fields": "changelog_key",
-            "value.format": "json",
+            "value.format": value_format,
             "value.fields-include": "EXCEPT_KEY",
             "sink.delivery-guarantee": "at-least-once",
         }
     )
+
+
+def changelog_ddl(settings: FeatureJobSettings, table: str, columns: str) -> str:
+    """A view's changelog sink for rows the JSON format writes."""
+    options = changelog_options(settings, "json")
     return f"""CREATE TEMPORARY TABLE {identifier(table)} (
   changelog_key STRING,
   `view` STRING,
@@ -317,17 +322,7 @@ def record_sink(view: str) -> str:
 
 def raw_changelog_ddl(settings: FeatureJobSettings, table: str) -> str:
     """The changelog topic for records that arrive as bytes: nothing to format on the way."""
-    options = (
-        kafka_options(settings, settings.changelog_topic)
-        | CHANGELOG_PRODUCER
-        | {
-            "key.format": "raw",
-            "key.fields": "changelog_key",
-            "value.format": "raw",
-            "value.fields-include": "EXCEPT_KEY",
-            "sink.delivery-guarantee": "at-least-once",
-        }
-    )
+    options = changelog_options(settings, "raw")
     return f"""CREATE TEMPORARY TABLE {table} (
   changelog_key BYTES,
   changelog_value BYTES

@@ -14,7 +14,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 _POLL_S = 0.1
@@ -133,21 +133,26 @@ def stop(pid: int, marker: str, timeout_s: float) -> None:
         _wait_group_gone(pid, 5.0)
 
 
-def group_members(pgid: int, proc: Path = Path("/proc")) -> list[int]:
-    """Live (non-zombie) processes in process group `pgid`."""
-    members = []
+def process_stats(proc: Path = Path("/proc")) -> Iterator[tuple[int, str]]:
+    """``(pid, /proc/<pid>/stat text)`` of every process that still exists when read."""
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            yield int(entry.name), (entry / "stat").read_text()
         except OSError:
             continue
+
+
+def group_members(pgid: int, proc: Path = Path("/proc")) -> list[int]:
+    """Live (non-zombie) processes in process group `pgid`."""
+    members = []
+    for pid, stat in process_stats(proc):
         # The command name in parentheses may contain spaces; the fields after it
         # are: state, ppid, pgrp, ...
         state, _ppid, pgrp = stat.rsplit(")", 1)[1].split()[:3]
         if int(pgrp) == pgid and state != "Z":
-            members.append(int(entry.name))
+            members.append(pid)
     return members
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jobs.localstack.process import process_stats
+
 # Thread names are cut to 15 characters by the kernel; numbered siblings
 # ("GC Thread#0", "C2 CompilerThre") fold into one group.
 _NUMBERED = re.compile(r"[#\d]+$")
@@ -54,14 +56,7 @@ def descendant_named(root: int, name: str, proc: Path = Path("/proc")) -> int | 
     """The pid of a process called ``name`` below ``root`` (any depth), if there is one."""
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        pid = int(entry.name)
+    for pid, stat in process_stats(proc):
         names[pid] = stat[stat.index("(") + 1 : stat.rindex(")")]
         parents[pid] = int(stat[stat.rindex(")") + 2 :].split()[1])
     for pid, comm in names.items():

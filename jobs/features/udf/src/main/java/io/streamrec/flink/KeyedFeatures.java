@@ -3,6 +3,8 @@ package io.streamrec.flink;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.datastream.DataStream;
+import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.table.api.Table;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
 import org.apache.flink.types.Row;
@@ -52,44 +54,44 @@ public final class KeyedFeatures {
 
     /** The fresh view: on every event, the user's last {@code sequenceLength} arrivals. */
     public Table recentEvents(int sequenceLength, long stateTtlMs) {
-        DataStream<Row> rows = events
-                .keyBy(row -> row.<Long>getFieldAs(USER), Types.LONG)
-                .process(new RecentEventsFunction(sequenceLength, stateTtlMs), ChangelogRecord.TYPE)
-                .uid("streamrec-user-recent")
-                .name("user recent");
-        return tableEnv.fromDataStream(rows);
+        return view(byUser(), new RecentEventsFunction(sequenceLength, stateTtlMs), "user recent");
     }
 
     /** A user's windows: the last {@code sequenceLength} events and the counts. */
     public Table userWindows(int sequenceLength) {
-        DataStream<Row> rows = events
-                .keyBy(row -> row.<Long>getFieldAs(USER), Types.LONG)
-                .process(new UserWindowFunction(slicing, latestOnly, sequenceLength),
-                        ChangelogRecord.TYPE)
-                .uid("streamrec-user-windows")
-                .name("user windows");
-        return tableEnv.fromDataStream(rows);
+        return view(byUser(), new UserWindowFunction(slicing, latestOnly, sequenceLength),
+                "user windows");
     }
 
     /** An item's windows (per category): the counts. */
     public Table itemWindows() {
-        DataStream<Row> rows = events
-                .keyBy(row -> Tuple2.of(row.<Long>getFieldAs(ITEM), row.<Long>getFieldAs(CATEGORY)),
-                        Types.TUPLE(Types.LONG, Types.LONG))
-                .process(new ItemWindowFunction(slicing, latestOnly), ChangelogRecord.TYPE)
-                .uid("streamrec-item-windows")
-                .name("item windows");
-        return tableEnv.fromDataStream(rows);
+        KeyedStream<Row, Tuple2<Long, Long>> byItem = events.keyBy(
+                row -> Tuple2.of(row.<Long>getFieldAs(ITEM), row.<Long>getFieldAs(CATEGORY)),
+                Types.TUPLE(Types.LONG, Types.LONG));
+        return view(byItem, new ItemWindowFunction(slicing, latestOnly), "item windows");
     }
 
     /** A category's windows: the counts and the top {@code topItems} items, best first. */
     public Table categoryWindows(int topItems) {
-        DataStream<Row> rows = events
-                .keyBy(row -> row.<Long>getFieldAs(CATEGORY), Types.LONG)
-                .process(new CategoryWindowFunction(slicing, latestOnly, topItems),
-                        ChangelogRecord.TYPE)
-                .uid("streamrec-category-windows")
-                .name("category windows");
+        KeyedStream<Row, Long> byCategory =
+                events.keyBy(row -> row.<Long>getFieldAs(CATEGORY), Types.LONG);
+        return view(byCategory, new CategoryWindowFunction(slicing, latestOnly, topItems),
+                "category windows");
+    }
+
+    private KeyedStream<Row, Long> byUser() {
+        return events.keyBy(row -> row.<Long>getFieldAs(USER), Types.LONG);
+    }
+
+    /**
+     * The table of a view's changelog records. The uid ("streamrec-" and the name, dashed)
+     * is fixed, so a checkpoint finds the function's state again after the job is rebuilt.
+     */
+    private <K> Table view(KeyedStream<Row, K> keyed, KeyedProcessFunction<K, Row, Row> function,
+            String name) {
+        DataStream<Row> rows = keyed.process(function, ChangelogRecord.TYPE)
+                .uid("streamrec-" + name.replace(' ', '-'))
+                .name(name);
         return tableEnv.fromDataStream(rows);
     }
 
