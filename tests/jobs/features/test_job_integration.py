@@ -85,7 +85,8 @@ def assert_latest_windows(
     assert newest_windows(got) == newest_windows(reference), view  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("mode", ["every", "sql"])
+# The sql mode's windows are held to the hand-computed rows by the oracle test below.
+@pytest.mark.parametrize("mode", ["every"])
 def test_hand_made_events_give_the_hand_computed_windows(
     kafka: KafkaSettings, topic_factory: TopicFactory, mode: str
 ) -> None:
