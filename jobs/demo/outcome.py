@@ -39,6 +39,8 @@ class LoopOutcome:
     degraded_reasons: Counter[str] = field(default_factory=Counter)
     # Answers by whether their features included the trigger (store, folded, missing).
     trigger_features: Counter[str] = field(default_factory=Counter)
+    # p99 of the requests sent in each SLICE_MS of the run, in order: where the tail sits.
+    p99_by_slice_ms: list[float] = field(default_factory=list)
 
     @property
     def error_rate(self) -> float:
@@ -60,6 +62,21 @@ def percentiles(values: Sequence[float], points: Sequence[int] = (50, 95, 99)) -
         return {}
     last = len(ordered) - 1
     return {f"p{p}": float(ordered[min(last, round(p / 100 * last))]) for p in points}
+
+
+SLICE_MS = 10_000
+
+
+def p99_by_slice(sent_and_latency: Sequence[tuple[int, float]], slice_ms: int) -> list[float]:
+    """The p99 latency of the requests sent in each ``slice_ms`` from the first send
+    (an empty slice is left out)."""
+    if not sent_and_latency:
+        return []
+    start = min(sent for sent, _ in sent_and_latency)
+    slices: dict[int, list[float]] = {}
+    for sent, latency in sent_and_latency:
+        slices.setdefault((sent - start) // slice_ms, []).append(latency)
+    return [percentiles(slices[k], (99,))["p99"] for k in sorted(slices)]
 
 
 def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
@@ -88,6 +105,10 @@ def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
         routes=Counter(item.route for rec in recs for item in rec.items),
         degraded_reasons=Counter(reason for rec in recs for reason in rec.degraded_reasons),
         trigger_features=Counter(rec.trigger_features for rec in recs if rec.trigger_features),
+        p99_by_slice_ms=p99_by_slice(
+            [(ask.sent_ms, answer.received_ms - ask.sent_ms) for ask, answer in matched],
+            SLICE_MS,
+        ),
     )
 
 
@@ -102,6 +123,8 @@ def outcome_lines(outcome: LoopOutcome) -> list[str]:
         ("degraded answers", str(outcome.degraded)),
         ("error rate (missing + degraded)", f"{outcome.error_rate:.4%}"),
         ("request→answer ms", spread(outcome.latency_ms)),
+        (f"p99 ms per {SLICE_MS // 1000} s of the run",
+         " ".join(f"{v:.0f}" for v in outcome.p99_by_slice_ms) or "n/a"),
         ("feature age at answer ms", spread(outcome.feature_age_ms)),
         ("trigger click in features",
          ", ".join(f"{r}={n}" for r, n in outcome.trigger_features.most_common()) or "n/a"),

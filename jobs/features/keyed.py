@@ -4,10 +4,11 @@ Flink SQL's HOP windows fire every window of every key and merge its slices
 again each time: on the Taobao stream that was half of the job's CPU, and it wrote
 six rows per key and event where the online store keeps one. The window functions
 keep the same slices in keyed state, fire from event-time timers, and in the
-``latest`` mode write, of a key's windows that one watermark advance closes, only
-the newest (``SlicedWindowFunction`` states the guarantee). The fresh view's SQL
-OVER window became a keyed function too (``RecentEventsFunction``), and every view
-writes its changelog records as bytes (``ChangelogRecord``). SQL has no place for
+``changed`` mode write a key's window only where events enter or leave it, and of those
+one watermark advance passes only the newest (``SlicedWindowFunction`` states the
+guarantee). The fresh view's SQL OVER window became a keyed function too
+(``RecentEventsFunction``), and every view writes its changelog records as bytes
+(``ChangelogRecord``). SQL has no place for
 such operators, so the valid events pass through the DataStream API for them,
 staying in the JVM, as the watermark floor does.
 """
@@ -32,7 +33,7 @@ def register_keyed_views(env: StreamTableEnvironment, settings: FeatureJobSettin
     events = env.sql_query(OPERATOR_EVENTS_QUERY)
     features = get_gateway().jvm.io.streamrec.flink.KeyedFeatures.over(
         env._j_tenv, events._j_table, settings.window_ms, settings.slide_ms,
-        settings.window_mode == "latest",
+        settings.window_mode == "changed",
     )  # fmt: skip
     builders = {
         "user_recent": lambda: features.recentEvents(

@@ -12,6 +12,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+
 from schemas.features import (
     TREND_WEIGHTS,
     CategoryWindow,
@@ -146,3 +147,32 @@ def newest_windows(rows: Iterable[WindowRow]) -> dict[tuple[int, ...], WindowRow
         if key not in newest or row.window_end > newest[key].window_end:
             newest[key] = row
     return newest
+
+
+def changed_windows(
+    rows: Iterable[WindowRow], events: Iterable[BehaviorEvent], spec: WindowSpec
+) -> list[WindowRow]:
+    """The rows the ``changed`` window mode may write: the windows that events of their
+    key enter (the window ending where the event's slide ends) or leave (a window
+    length later); between two such points a key's windows hold the same events.
+
+    The newest of them per key (:func:`newest_windows`) is what the online store holds
+    in that mode: the newest window's content, with the bounds of the window where it
+    last changed.
+    """
+    points = set()
+    for event in events:
+        slice_end = event.ts // spec.slide_ms * spec.slide_ms + spec.slide_ms
+        for key in _event_keys(event):
+            points.add((key, slice_end))
+            points.add((key, slice_end + spec.window_ms))
+    return [row for row in rows if ((type(row), *window_key(row)), row.window_end) in points]
+
+
+def _event_keys(event: BehaviorEvent) -> tuple[tuple[object, ...], ...]:
+    """The keys of the windows an event belongs to, tagged with their row type."""
+    return (
+        (UserWindow, event.user_id),
+        (ItemWindow, event.item_id, event.category_id),
+        (CategoryWindow, event.category_id),
+    )

@@ -23,7 +23,7 @@ METRICS_PORT = 9251
 LOOPBACK = "127.0.0.1"
 # Below this a dead letter keeps too little of the original to be worth having.
 MIN_DEAD_LETTER_BYTES = 128 * KIB
-WINDOW_MODES = ("latest", "every", "sql")
+WINDOW_MODES = ("changed", "every", "sql")
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class FeatureJobSettings(Settings):
     metrics_jars: tuple[Path, ...] = field(default=())
     # Windows close when the watermark passes their end; their slide is minutes, so a
     # second more costs nothing live. In a catch-up each advance then closes several
-    # slides at once, and the latest mode writes one of a key's windows, not each.
+    # slides at once, and the changed mode writes one of a key's windows, not each.
     watermark_interval_ms: int = setting(
         1_000,
         env="STREAMREC_FEATURES_WATERMARK_INTERVAL_MS",
@@ -175,11 +175,11 @@ class FeatureJobSettings(Settings):
     # How the event-time windows are computed and which of them are written
     # (jobs/features/keyed.py; io.streamrec.flink.SlicedWindowFunction).
     window_mode: str = setting(
-        "latest",
+        "changed",
         env="STREAMREC_FEATURES_WINDOW_MODE",
-        help="latest: keyed sliced windows, of a key's windows that one watermark advance "
-        "closes only the newest is written (the online store keeps no other); every: the "
-        "same operator, every window; sql: Flink SQL HOP windows, every window",
+        help="changed: keyed sliced windows, a key's window is written only where events "
+        "enter or leave it, and of those one watermark advance passes only the newest; every: the same operator, every window; sql: Flink SQL "
+        "HOP windows, every window",
     )
     views: tuple[str, ...] = setting(
         VIEW_TAGS, env="STREAMREC_FEATURES_VIEWS", help="comma-separated subset of the views"

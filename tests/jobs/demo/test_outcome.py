@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from jobs.demo.outcome import Answered, Asked, judge, outcome_lines, percentiles
+from jobs.demo.outcome import (
+    Answered,
+    Asked,
+    judge,
+    outcome_lines,
+    p99_by_slice,
+    percentiles,
+)
 from schemas.records import RecItem, Recommendation, RecRequest
 
 
@@ -52,10 +59,21 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentiles(list(range(101))) == {"p50": 50.0, "p95": 95.0, "p99": 99.0}
 
 
+def test_the_tail_is_given_per_slice_of_the_run_from_the_first_send() -> None:
+    assert p99_by_slice([], 10_000) == []
+    sends = [(5_000, 8.0), (14_999, 40.0), (15_000, 12.0), (40_000, 300.0)]
+    # Slices from 5 s: [5, 15) holds two, [15, 25) one, [25, 35) none (left out), [35, 45) one.
+    assert p99_by_slice(sends, 10_000) == [40.0, 12.0, 300.0]
+    outcome = judge([asked("a", 1_000), asked("b", 20_000)],
+                    [answered("a", 1_010), answered("b", 20_050)])  # fmt: skip
+    assert outcome.p99_by_slice_ms == [10.0, 50.0]
+
+
 def test_lines_name_every_figure() -> None:
     lines = "\n".join(outcome_lines(judge([asked("a")], [answered("a", 1_010, True)])))
     assert "requests produced / answered    1 / 1" in lines
     assert "degraded because" in lines
+    assert "p99 ms per 10 s of the run      10" in lines
 
 
 def test_answers_are_counted_by_whether_their_features_had_the_trigger() -> None:

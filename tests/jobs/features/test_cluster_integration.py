@@ -46,7 +46,7 @@ def test_cluster_run_equals_local_run(
     local = topics_for(topic_factory, partitions=2)
     options = ReplayOptions(dataset="taobao-9days", topic=local.source, sort_by_time=True)
     assert run_replay(options, kafka).ok
-    # Every window: which ones the latest mode leaves out depends on the watermark's pace.
+    # Every window: which ones the changed mode leaves out depends on the watermark's pace.
     run_bounded(kafka, local, ["--window-mode", "every"])
 
     remote = JobTopics(local.source, local.source + "-cluster", local.source + "-cluster-dlq")

@@ -34,7 +34,7 @@ from tests.schemas.test_consumer_integration import BAD_INPUTS, EXPECTED_KIND
 
 pytestmark = pytest.mark.integration
 # These tests follow single windows through the watermark, a kill and a restore: every
-# window is written (the latest mode may leave out one that a later window replaces).
+# window is written (the changed mode leaves out those equal to the one before).
 EVERY_WINDOW = ["--window-mode", "every"]
 
 

@@ -96,7 +96,7 @@ def jars() -> tuple[Path, ...]:
     [
         (
             None,
-            "latest",
+            "changed",
             [f"{view}_record_sink" for view in
              ("user_recent", "user_window", "item_window", "category_window")],
         ),

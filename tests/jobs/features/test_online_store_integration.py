@@ -53,7 +53,9 @@ def test_feast_reads_what_the_job_computed(
         "behaviors": [["cart", "buy"]],
         "event_ts": [[T + 7 * MIN, T + 33 * MIN]],
     }
-    # The last window holding user 1's events: [00:30, 01:00), only the buy.
+    # The last window holding user 1's events, [00:30, 01:00), holds only the buy, as
+    # every window since [00:10, 00:40), where the cart left: the changed mode writes
+    # that first one. User 2's only view: every window holds it from [-00:25, 00:05).
     window = online(feast_repo, [f"user_click_window:{f}" for f in
                                  ("item_ids", "pv_count", "buy_count", "window_start")],
                     [{"user_id": 1}, {"user_id": 2}, {"user_id": 404}])  # fmt: skip
@@ -61,7 +63,7 @@ def test_feast_reads_what_the_job_computed(
         "item_ids": [[11], [11], None],
         "pv_count": [0, 1, None],
         "buy_count": [1, 0, None],
-        "window_start": [T + 30 * MIN, T, None],
+        "window_start": [T + 10 * MIN, T - 25 * MIN, None],
     }
     trends = online(feast_repo, [f"category_trends:{f}" for f in
                                  ("top_item_ids", "top_item_scores", "buy", "conversion")],

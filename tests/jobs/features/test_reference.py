@@ -9,7 +9,9 @@ import msgspec
 from jobs.features.reference import (
     WindowSpec,
     category_windows,
+    changed_windows,
     item_windows,
+    newest_windows,
     user_recent,
     user_windows,
     window_starts,
@@ -57,6 +59,24 @@ def test_user_windows_by_hand() -> None:
     ]
     # Sequence length 2 keeps the last two of three events.
     assert rows[(1, T + 5 * MIN)].window_end == T + 35 * MIN
+
+
+def test_changed_windows_are_where_events_enter_or_leave() -> None:
+    rows = user_windows(EVENTS, SPEC)
+    changed = changed_windows(rows, EVENTS, SPEC)
+    # User 1: the view enters (00:05), the cart enters (00:10), the view leaves as the
+    # buy enters (00:35), the cart leaves (00:40); the window after the buy leaves is
+    # empty, so no row. User 2: one row, where its view enters.
+    assert sorted((r.user_id, r.window_end) for r in changed) == [
+        (1, T + 5 * MIN), (1, T + 10 * MIN), (1, T + 35 * MIN), (1, T + 40 * MIN),
+        (2, T + 5 * MIN),
+    ]  # fmt: skip
+    held = newest_windows(changed)
+    newest = newest_windows(rows)
+    # The store holds the newest window's content, with the bounds of the first of its run.
+    assert held[(1,)].events == newest[(1,)].events == [pack_event(T + 33 * MIN, 11, 100, "buy")]
+    assert (held[(1,)].window_end, newest[(1,)].window_end) == (T + 40 * MIN, T + 60 * MIN)
+    assert held[(2,)].window_end == T + 5 * MIN
 
 
 def test_item_and_category_windows_by_hand() -> None:

@@ -33,7 +33,7 @@ def test_statements_follow_the_settings() -> None:
     assert interval(60_000) in text and interval(600_000) in text
 
 
-@pytest.mark.parametrize("mode", ["latest", "every"])
+@pytest.mark.parametrize("mode", ["changed", "every"])
 def test_the_keyed_functions_views_go_to_raw_sinks_of_their_own(mode: str) -> None:
     """Records arrive as bytes: a raw sink per view, chained to its function, no SQL windows."""
     settings = FeatureJobSettings(views=("user_recent", "item_window"), window_mode=mode)
@@ -54,7 +54,7 @@ def test_settings_refuse_inconsistent_windows_and_unknown_views() -> None:
         FeatureJobSettings(window_ms=1000, slide_ms=300)
     with pytest.raises(ValueError, match="unknown views"):
         FeatureJobSettings(views=("user_window", "clicks"))
-    with pytest.raises(ValueError, match="WINDOW_MODE must be one of latest, every, sql"):
+    with pytest.raises(ValueError, match="WINDOW_MODE must be one of changed, every, sql"):
         FeatureJobSettings(window_mode="newest")
     with pytest.raises(ValueError, match="WATERMARK_INTERVAL_MS must be at least 1"):
         FeatureJobSettings(watermark_interval_ms=0)

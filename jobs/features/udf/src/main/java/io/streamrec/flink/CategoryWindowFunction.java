@@ -22,8 +22,8 @@ final class CategoryWindowFunction extends SlicedWindowFunction<Long, Map<Long, 
 
     private final int topItems;
 
-    CategoryWindowFunction(Slicing slicing, boolean latestOnly, int topItems) {
-        super(slicing, latestOnly, new MapTypeInfo<>(
+    CategoryWindowFunction(Slicing slicing, boolean changedOnly, int topItems) {
+        super(slicing, changedOnly, new MapTypeInfo<>(
                 Types.LONG, PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO));
         this.topItems = topItems;
     }

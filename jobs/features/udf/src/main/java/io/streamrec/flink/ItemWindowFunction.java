@@ -9,8 +9,8 @@ import org.apache.flink.types.Row;
 /** An item's windows (keyed by item and category, as the SQL groups them): counts by behaviour. */
 final class ItemWindowFunction extends SlicedWindowFunction<Tuple2<Long, Long>, long[]> {
 
-    ItemWindowFunction(Slicing slicing, boolean latestOnly) {
-        super(slicing, latestOnly, PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO);
+    ItemWindowFunction(Slicing slicing, boolean changedOnly) {
+        super(slicing, changedOnly, PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO);
     }
 
     @Override

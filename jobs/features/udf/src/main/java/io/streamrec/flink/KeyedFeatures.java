@@ -36,20 +36,20 @@ public final class KeyedFeatures {
     private final StreamTableEnvironment tableEnv;
     private final DataStream<Row> events;
     private final Slicing slicing;
-    private final boolean latestOnly;
+    private final boolean changedOnly;
 
     private KeyedFeatures(StreamTableEnvironment tableEnv, Table events, long windowMs,
-            long slideMs, boolean latestOnly) {
+            long slideMs, boolean changedOnly) {
         this.tableEnv = tableEnv;
         this.events = tableEnv.toDataStream(events);
         this.slicing = new Slicing(windowMs, slideMs);
-        this.latestOnly = latestOnly;
+        this.changedOnly = changedOnly;
     }
 
-    /** The builder over {@code events}; {@code latestOnly}: see {@link SlicedWindowFunction}. */
+    /** The builder over {@code events}; {@code changedOnly}: see {@link SlicedWindowFunction}. */
     public static KeyedFeatures over(StreamTableEnvironment tableEnv, Table events,
-            long windowMs, long slideMs, boolean latestOnly) {
-        return new KeyedFeatures(tableEnv, events, windowMs, slideMs, latestOnly);
+            long windowMs, long slideMs, boolean changedOnly) {
+        return new KeyedFeatures(tableEnv, events, windowMs, slideMs, changedOnly);
     }
 
     /** The fresh view: on every event, the user's last {@code sequenceLength} arrivals. */
@@ -59,7 +59,7 @@ public final class KeyedFeatures {
 
     /** A user's windows: the last {@code sequenceLength} events and the counts. */
     public Table userWindows(int sequenceLength) {
-        return view(byUser(), new UserWindowFunction(slicing, latestOnly, sequenceLength),
+        return view(byUser(), new UserWindowFunction(slicing, changedOnly, sequenceLength),
                 "user windows");
     }
 
@@ -68,14 +68,14 @@ public final class KeyedFeatures {
         KeyedStream<Row, Tuple2<Long, Long>> byItem = events.keyBy(
                 row -> Tuple2.of(row.<Long>getFieldAs(ITEM), row.<Long>getFieldAs(CATEGORY)),
                 Types.TUPLE(Types.LONG, Types.LONG));
-        return view(byItem, new ItemWindowFunction(slicing, latestOnly), "item windows");
+        return view(byItem, new ItemWindowFunction(slicing, changedOnly), "item windows");
     }
 
     /** A category's windows: the counts and the top {@code topItems} items, best first. */
     public Table categoryWindows(int topItems) {
         KeyedStream<Row, Long> byCategory =
                 events.keyBy(row -> row.<Long>getFieldAs(CATEGORY), Types.LONG);
-        return view(byCategory, new CategoryWindowFunction(slicing, latestOnly, topItems),
+        return view(byCategory, new CategoryWindowFunction(slicing, changedOnly, topItems),
                 "category windows");
     }
 

@@ -20,18 +20,26 @@ import org.apache.flink.util.Collector;
  * Event-time sliding windows per key, kept as slices: each event is added to one
  * slice (its slide), and a window is the merge of its slices when it fires.
  *
- * <p>Two ways to emit, chosen per job ({@code latestOnly}):
+ * <p>Two ways to emit, chosen per job ({@code changedOnly}):
  * <ul>
  *   <li><b>every window</b>: each window that holds an event fires once, as Flink's
  *       HOP windows do (the SQL engine's output, row for row);
- *   <li><b>the latest window</b>: of the windows of one key that close in the same
- *       watermark advance, only the newest is emitted. The online store keeps the
- *       newest window per key, so what it holds after the advance is the same; what
- *       is left out is rows it would have overwritten at once. A backfill or a
- *       catch-up, where the watermark jumps over many slides, writes one row per
- *       key instead of one per slide; at live rates, where the watermark crosses one
- *       slide at a time, every window is still emitted.
+ *   <li><b>changed windows</b>: a key's window is written only where events enter
+ *       or leave it, at a <i>change point</i>: the end of a slice with events (they
+ *       enter the window ending there) or a window length after it (they leave).
+ *       Between two change points every window holds the same slices, so the same
+ *       row but for its bounds; the online store keeps the first of them, and its
+ *       {@code window_end} says since when the content holds. Of the change points
+ *       one watermark advance passes, only the newest whose window holds events is
+ *       written: the store would overwrite the others at once. So at live rates a
+ *       key with events in one slide writes one row (and one more when they leave,
+ *       if newer events remain) instead of one per slide of the window, and a
+ *       backfill, where the watermark jumps over many slides, one row per key.
  * </ul>
+ *
+ * <p>What the store holds after any watermark is, per key, the newest window with
+ * events, with the bounds of the newest change point's window at or before it;
+ * every row written is a row the every-window mode writes too.
  *
  * <p>The slices live in keyed map state and the firings are event-time timers, so a
  * checkpoint holds both. Events behind the watermark never reach this function (the
@@ -42,14 +50,15 @@ import org.apache.flink.util.Collector;
  */
 abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, Row> {
     final Slicing slicing;
-    final boolean latestOnly;
+    final boolean changedOnly;
     private final TypeInformation<S> sliceType;
     private transient MapState<Long, S> slices;
-    private transient ValueState<Long> lastEmitted;
+    /** Changed mode: the newest window end an earlier firing already settled. */
+    private transient ValueState<Long> settledUntil;
 
-    SlicedWindowFunction(Slicing slicing, boolean latestOnly, TypeInformation<S> sliceType) {
+    SlicedWindowFunction(Slicing slicing, boolean changedOnly, TypeInformation<S> sliceType) {
         this.slicing = slicing;
-        this.latestOnly = latestOnly;
+        this.changedOnly = changedOnly;
         this.sliceType = sliceType;
     }
 
@@ -66,8 +75,8 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
     public void open(OpenContext context) throws Exception {
         slices = getRuntimeContext().getMapState(
                 new MapStateDescriptor<>("slices", Types.LONG, sliceType));
-        lastEmitted = getRuntimeContext().getState(
-                new ValueStateDescriptor<>("last-emitted-end", Types.LONG));
+        settledUntil = getRuntimeContext().getState(
+                new ValueStateDescriptor<>("settled-until", Types.LONG));
     }
 
     @Override
@@ -82,24 +91,22 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
         slices.put(sliceEnd, add(slice, event));
     }
 
-    /**
-     * Fires the window ending at {@code timestamp + 1}, or in the latest mode the newest
-     * window the watermark has closed, then sets the timer of the next window that
-     * holds a slice (one pending timer per key and slice run, not one per window).
-     */
     @Override
     public void onTimer(long timestamp, OnTimerContext context, Collector<Row> out)
             throws Exception {
-        long end = timestamp + 1;
-        if (latestOnly) {
-            // The watermark of this advance: every window up to it closes now.
-            long watermark = context.timerService().currentWatermark();
-            end = slicing.newestClosedWithData(slices.keys(), watermark);
-            Long emitted = lastEmitted.value();
-            if (end == Long.MIN_VALUE || (emitted != null && end <= emitted)) {
-                return;  // an earlier firing of this advance wrote the newest window
-            }
+        if (changedOnly) {
+            fireChanged(context, out);
+        } else {
+            fireEvery(timestamp + 1, context, out);
         }
+    }
+
+    /**
+     * Fires the window ending at {@code end}, then sets the timer of the next window
+     * that holds a slice (one pending timer per key and slice run, not one per window).
+     */
+    private void fireEvery(long end, OnTimerContext context, Collector<Row> out)
+            throws Exception {
         List<S> held = new ArrayList<>();
         long nextSlice = Long.MAX_VALUE;
         Iterator<Map.Entry<Long, S>> entries = slices.iterator();
@@ -115,18 +122,57 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
                 nextSlice = Math.min(nextSlice, sliceEnd);
             }
         }
-        if (!held.isEmpty()) {
-            out.collect(window(context.getCurrentKey(), end - slicing.windowMs, end, held));
-        }
+        emit(context, out, end, held);
         if (nextSlice <= end + slicing.slideMs) {
             context.timerService().registerEventTimeTimer(end + slicing.slideMs - 1);
         }
-        if (latestOnly) {
-            if (nextSlice == Long.MAX_VALUE) {
-                lastEmitted.clear();
-            } else {
-                lastEmitted.update(end);
+    }
+
+    /**
+     * Settles every change point up to the newest window the watermark closed: writes
+     * the newest of them whose window holds events, drops the slices whose last change
+     * point has passed, and sets the timer of the next change point. A slice stays until
+     * its leaving point is settled, so every change point after the settled one can be
+     * told from the state.
+     */
+    private void fireChanged(OnTimerContext context, Collector<Row> out) throws Exception {
+        long closed = slicing.newestClosedEnd(context.timerService().currentWatermark());
+        Long settled = settledUntil.value();
+        long after = settled == null ? Long.MIN_VALUE : settled;
+        if (closed <= after) {
+            return;  // an earlier firing of this advance settled it
+        }
+        List<Long> ends = new ArrayList<>();
+        for (Long sliceEnd : slices.keys()) {
+            ends.add(sliceEnd);
+        }
+        long end = slicing.newestChangeWithData(ends, after, closed);
+        if (end != Long.MIN_VALUE) {
+            List<S> held = new ArrayList<>();
+            for (long sliceEnd : ends) {
+                if (slicing.holds(end, sliceEnd)) {
+                    held.add(slices.get(sliceEnd));
+                }
             }
+            emit(context, out, end, held);
+        }
+        for (long sliceEnd : ends) {
+            if (slicing.leavingEnd(sliceEnd) <= closed) {
+                slices.remove(sliceEnd);
+            }
+        }
+        long next = slicing.nextChange(ends, closed);
+        if (next == Long.MAX_VALUE) {
+            settledUntil.clear();
+        } else {
+            settledUntil.update(closed);
+            context.timerService().registerEventTimeTimer(next - 1);
+        }
+    }
+
+    private void emit(OnTimerContext context, Collector<Row> out, long end, List<S> held) {
+        if (!held.isEmpty()) {
+            out.collect(window(context.getCurrentKey(), end - slicing.windowMs, end, held));
         }
     }
 }

@@ -45,19 +45,49 @@ final class Slicing implements Serializable {
                 ? Long.MAX_VALUE : Math.floorDiv(watermark + 1, slideMs) * slideMs;
     }
 
+    /** The end of the first window after the slice ending at {@code sliceEnd} that lacks it. */
+    long leavingEnd(long sliceEnd) {
+        return sliceEnd + windowMs;
+    }
+
     /**
-     * The end of the newest window closed by {@code watermark} that holds any of
-     * the slices (ends given), or {@code Long.MIN_VALUE} when none does.
+     * The end of the newest window in {@code (after, closed]} at a change point of the
+     * slices (ends given: a slice enters the window ending at its end and leaves the one
+     * ending at {@link #leavingEnd}) that holds any of them, or {@code Long.MIN_VALUE}.
      */
-    long newestClosedWithData(Iterable<Long> sliceEnds, long watermark) {
-        long closed = newestClosedEnd(watermark);
+    long newestChangeWithData(Iterable<Long> sliceEnds, long after, long closed) {
         long newest = Long.MIN_VALUE;
         for (long slice : sliceEnds) {
-            if (slice <= closed) {
-                newest = Math.max(newest, Math.min(lastWindowEnd(slice), closed));
+            for (long point : new long[] {slice, leavingEnd(slice)}) {
+                if (point > after && point <= closed && point > newest
+                        && holdsAny(point, sliceEnds)) {
+                    newest = point;
+                }
             }
         }
         return newest;
+    }
+
+    /** The first change point of the slices after {@code closed}, or {@code Long.MAX_VALUE}. */
+    long nextChange(Iterable<Long> sliceEnds, long closed) {
+        long next = Long.MAX_VALUE;
+        for (long slice : sliceEnds) {
+            if (slice > closed) {
+                next = Math.min(next, slice);
+            } else if (leavingEnd(slice) > closed) {
+                next = Math.min(next, leavingEnd(slice));
+            }
+        }
+        return next;
+    }
+
+    private boolean holdsAny(long windowEnd, Iterable<Long> sliceEnds) {
+        for (long slice : sliceEnds) {
+            if (holds(windowEnd, slice)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether the slice ending at {@code sliceEnd} belongs to the window ending at {@code windowEnd}. */

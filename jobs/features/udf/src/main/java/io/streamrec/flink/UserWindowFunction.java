@@ -19,8 +19,8 @@ final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[],
 
     private final int sequenceLength;
 
-    UserWindowFunction(Slicing slicing, boolean latestOnly, int sequenceLength) {
-        super(slicing, latestOnly, SLICE);
+    UserWindowFunction(Slicing slicing, boolean changedOnly, int sequenceLength) {
+        super(slicing, changedOnly, SLICE);
         this.sequenceLength = sequenceLength;
     }
 
