@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-
+from typing import TypeVar
 
 from schemas.features import (
     TREND_WEIGHTS,
@@ -149,9 +149,12 @@ def newest_windows(rows: Iterable[WindowRow]) -> dict[tuple[int, ...], WindowRow
     return newest
 
 
+W = TypeVar("W", UserWindow, ItemWindow, CategoryWindow)
+
+
 def changed_windows(
-    rows: Iterable[WindowRow], events: Iterable[BehaviorEvent], spec: WindowSpec
-) -> list[WindowRow]:
+    rows: Iterable[W], events: Iterable[BehaviorEvent], spec: WindowSpec
+) -> list[W]:
     """The rows the ``changed`` window mode may write: the windows that events of their
     key enter (the window ending where the event's slide ends) or leave (a window
     length later); between two such points a key's windows hold the same events.
@@ -160,13 +163,17 @@ def changed_windows(
     in that mode: the newest window's content, with the bounds of the window where it
     last changed.
     """
-    points = set()
+    points: set[tuple[tuple[object, ...], int]] = set()
     for event in events:
         slice_end = event.ts // spec.slide_ms * spec.slide_ms + spec.slide_ms
         for key in _event_keys(event):
             points.add((key, slice_end))
             points.add((key, slice_end + spec.window_ms))
-    return [row for row in rows if ((type(row), *window_key(row)), row.window_end) in points]
+    return [row for row in rows if _change_point(row) in points]
+
+
+def _change_point(row: WindowRow) -> tuple[tuple[object, ...], int]:
+    return (type(row), *window_key(row)), row.window_end
 
 
 def _event_keys(event: BehaviorEvent) -> tuple[tuple[object, ...], ...]:

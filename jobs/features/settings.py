@@ -178,8 +178,8 @@ class FeatureJobSettings(Settings):
         "changed",
         env="STREAMREC_FEATURES_WINDOW_MODE",
         help="changed: keyed sliced windows, a key's window is written only where events "
-        "enter or leave it, and of those one watermark advance passes only the newest; every: the same operator, every window; sql: Flink SQL "
-        "HOP windows, every window",
+        "enter or leave it, and of those one watermark advance passes only the newest; "
+        "every: the same operator, every window; sql: Flink SQL HOP windows, every window",
     )
     views: tuple[str, ...] = setting(
         VIEW_TAGS, env="STREAMREC_FEATURES_VIEWS", help="comma-separated subset of the views"

@@ -74,7 +74,7 @@ def test_changed_windows_are_where_events_enter_or_leave() -> None:
     held = newest_windows(changed)
     newest = newest_windows(rows)
     # The store holds the newest window's content, with the bounds of the first of its run.
-    assert held[(1,)].events == newest[(1,)].events == [pack_event(T + 33 * MIN, 11, 100, "buy")]
+    assert held[(1,)].events == newest[(1,)].events == [pack_event(T + 33 * MIN, 11, 100, "buy")]  # type: ignore[union-attr]
     assert (held[(1,)].window_end, newest[(1,)].window_end) == (T + 40 * MIN, T + 60 * MIN)
     assert held[(2,)].window_end == T + 5 * MIN
 
