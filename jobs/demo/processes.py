@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from jobs.localstack.process import is_ours, spawn, stop, tail
+from jobs.localstack.process import is_ours, lower_session_priority, spawn, stop, tail
 
 STOP_TIMEOUT_S = 30.0
 
@@ -23,8 +23,10 @@ class Part:
 
     ``env`` are this part's own variables, over the environment it is started with.
     ``niceness`` > 0 starts it (and every process and thread it starts) at a lower CPU
-    priority: on a box shared by the whole loop, the parts that only keep features
-    fresh yield the cores to the request path.
+    priority, and lowers its session's autogroup as much (without that, a niced part
+    in a session of its own still gets an equal share of the cores): on a box shared
+    by the whole loop, the parts that only keep features fresh yield the cores to the
+    request path.
     """
 
     def __init__(
@@ -39,6 +41,7 @@ class Part:
         self.name = name
         self.env = dict(env or {})
         self.argv = [sys.executable, "-m", module, *args]
+        self.niceness = niceness
         if niceness:
             self.argv = [shutil.which("nice") or "/usr/bin/nice", "-n", str(niceness), *self.argv]
         self.log_path = log_dir / f"{name}.log"
@@ -48,6 +51,8 @@ class Part:
 
     def start(self, env: Mapping[str, str]) -> None:
         self.pid = spawn(self.argv, self.log_path, self._pidfile, {**env, **self.env})
+        if self.niceness:
+            lower_session_priority(self.pid, self.niceness)
 
     @property
     def alive(self) -> bool:

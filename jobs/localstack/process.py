@@ -105,6 +105,23 @@ def spawn(
     return pid
 
 
+def lower_session_priority(pid: int, niceness: int, proc: Path = Path("/proc")) -> bool:
+    """Lower the CPU share of ``pid``'s whole session against other sessions; False where
+    the kernel has no autogroups (nice alone then does it) or refuses.
+
+    spawn() starts each process in a session of its own, and with autogroup scheduling
+    (``kernel.sched_autogroup_enabled``, on by default) the scheduler first shares the
+    cores equally between sessions: ``nice`` then only orders a session's own threads,
+    and a niced JVM still takes as much as the request path. The session's autogroup
+    has a nice value of its own, which any process may raise for its own sessions.
+    """
+    try:
+        (proc / str(pid) / "autogroup").write_text(f"{niceness}\n")
+    except OSError:
+        return False
+    return True
+
+
 def _wait_exec(pid: int, timeout_s: float = 5.0) -> None:
     # Right after posix_spawn returns, /proc/<pid>/cmdline can still be empty while the
     # kernel finishes exec; is_ours() would then take the new process for a dead one.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from jobs.demo.outcome import (
     Answered,
     Asked,
+    after_warm_up,
     judge,
     outcome_lines,
     p99_by_slice,
@@ -37,6 +38,9 @@ def test_every_request_answered_once_is_exact() -> None:
     assert (outcome.requests, outcome.answered, outcome.degraded) == (2, 2, 1)
     # Nearest rank over [10, 30]: index round(0.5 * 1) = 0 (half to even), round(0.99) = 1.
     assert outcome.latency_ms == {"p50": 10.0, "p95": 30.0, "p99": 30.0}
+    # answered() makes each answer at its append time: all of it before, none in delivery.
+    assert outcome.made_ms == outcome.latency_ms
+    assert outcome.delivered_ms == {"p50": 0.0, "p95": 0.0, "p99": 0.0}
     assert outcome.feature_age_ms == {"p50": 500.0, "p95": 500.0, "p99": 500.0}
     assert outcome.routes == {"embedding": 2, "popular": 2}
     assert outcome.degraded_reasons == {"triton: unavailable": 1}
@@ -67,6 +71,17 @@ def test_the_tail_is_given_per_slice_of_the_run_from_the_first_send() -> None:
     outcome = judge([asked("a", 1_000), asked("b", 20_000)],
                     [answered("a", 1_010), answered("b", 20_050)])  # fmt: skip
     assert outcome.p99_by_slice_ms == [10.0, 50.0]
+
+
+def test_the_warm_figure_leaves_out_the_first_seconds_of_the_run() -> None:
+    matched = [(asked(r, sent), answered(r, sent + lat))
+               for r, sent, lat in [("a", 1_000, 900), ("b", 30_999, 800), ("c", 31_000, 20),
+                                    ("d", 45_000, 30)]]  # fmt: skip
+    assert after_warm_up(matched) == [20.0, 30.0]
+    assert after_warm_up([]) == []
+    outcome = judge([a for a, _ in matched], [b for _, b in matched])
+    assert outcome.latency_ms["p99"] == 900.0
+    assert outcome.warm_latency_ms == {"p50": 20.0, "p95": 30.0, "p99": 30.0}
 
 
 def test_lines_name_every_figure() -> None:

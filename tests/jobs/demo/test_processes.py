@@ -35,6 +35,14 @@ def test_a_niced_part_runs_at_that_niceness(tmp_path: Path) -> None:
         while time.monotonic() < deadline and not _cmdline(part.pid).startswith(sys.executable):
             time.sleep(0.05)
         assert os.getpriority(os.PRIO_PROCESS, part.pid) == os.getpriority(os.PRIO_PROCESS, 0) + 7
+        # Its session's autogroup too, where the kernel schedules by autogroup.
+        autogroup = Path(f"/proc/{part.pid}/autogroup")
+        if autogroup.exists():
+            assert autogroup.read_text().split()[-1] == "7"
+            assert (
+                autogroup.read_text().split()[0]
+                != Path("/proc/self/autogroup").read_text().split()[0]
+            )
         assert part.alive
     finally:
         part.stop()

@@ -119,3 +119,12 @@ def test_port_in_use(tmp_path: Path) -> None:
         port = server.getsockname()[1]
         assert process.port_in_use("127.0.0.1", port)
     assert not process.port_in_use("127.0.0.1", port)
+
+
+def test_a_session_priority_is_lowered_where_autogroups_exist(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    (proc / "42").mkdir(parents=True)
+    (proc / "42" / "autogroup").write_text("/autogroup-7 nice 0\n")
+    assert process.lower_session_priority(42, 10, proc)
+    assert (proc / "42" / "autogroup").read_text() == "10\n"
+    assert not process.lower_session_priority(43, 10, proc)  # no such process, or no autogroups
