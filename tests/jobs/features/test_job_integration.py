@@ -119,7 +119,10 @@ def test_taobao_nine_days_equal_the_reference_for_every_user(
     topics = topics_for(topic_factory, partitions=4)
     options = ReplayOptions(dataset="taobao-9days", topic=topics.source, sort_by_time=True)
     assert run_replay(options, kafka).ok
-    run_bounded(kafka, topics, ["--window-mode", mode])
+    # A watermark every millisecond: read at full speed, the nine days then pass in
+    # advances of a few slides, so both regimes of the changed mode are met (several
+    # change points in one advance, and one).
+    run_bounded(kafka, topics, ["--window-mode", mode, "--watermark-interval-ms", "1"])
     events = sorted(read_dataset("taobao-9days", None, RowAudit()), key=lambda e: e.ts)
     views = changelog(kafka, topics.changelog)
     assert_matches_reference(views, events, mode)
