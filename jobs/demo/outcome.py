@@ -91,17 +91,13 @@ def p99_by_slice(sent_and_latency: Sequence[tuple[int, float]], slice_ms: int) -
 
 
 def after_warm_up(
-    matched: Sequence[tuple[Asked, Answered]], warm_up_ms: int = WARM_UP_MS
+    sent_and_latency: Sequence[tuple[int, float]], warm_up_ms: int = WARM_UP_MS
 ) -> list[float]:
-    """request→answer of the requests sent ``warm_up_ms`` or more after the first one."""
-    if not matched:
+    """The latencies of the requests sent ``warm_up_ms`` or more after the first one."""
+    if not sent_and_latency:
         return []
-    start = min(ask.sent_ms for ask, _ in matched)
-    return [
-        float(answer.received_ms - ask.sent_ms)
-        for ask, answer in matched
-        if ask.sent_ms >= start + warm_up_ms
-    ]
+    start = min(sent for sent, _ in sent_and_latency)
+    return [float(latency) for sent, latency in sent_and_latency if sent >= start + warm_up_ms]
 
 
 def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
@@ -111,7 +107,8 @@ def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
     for answer in answered:
         first.setdefault(answer.recommendation.request_id, answer)
     matched = [(sent[rid], answer) for rid, answer in first.items() if rid in sent]
-    latency = [answer.received_ms - ask.sent_ms for ask, answer in matched]
+    # (sent, request→answer) of each answered request: the spread, per slice, once warm.
+    timed = [(ask.sent_ms, float(answer.received_ms - ask.sent_ms)) for ask, answer in matched]
     ages = [
         answer.recommendation.produced_at - answer.recommendation.features_at
         for _, answer in matched
@@ -125,8 +122,8 @@ def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
         duplicated=sum(n - 1 for n in counts.values()),
         unknown=len(counts.keys() - sent.keys()),
         degraded=sum(rec.degraded for rec in recs),
-        latency_ms=percentiles(latency),
-        warm_latency_ms=percentiles(after_warm_up(matched)),
+        latency_ms=percentiles([latency for _, latency in timed]),
+        warm_latency_ms=percentiles(after_warm_up(timed)),
         made_ms=percentiles([a.recommendation.produced_at - ask.sent_ms for ask, a in matched]),
         delivered_ms=percentiles(
             [a.received_ms - a.recommendation.produced_at for _, a in matched]
@@ -135,10 +132,7 @@ def judge(asked: Sequence[Asked], answered: Sequence[Answered]) -> LoopOutcome:
         routes=Counter(item.route for rec in recs for item in rec.items),
         degraded_reasons=Counter(reason for rec in recs for reason in rec.degraded_reasons),
         trigger_features=Counter(rec.trigger_features for rec in recs if rec.trigger_features),
-        p99_by_slice_ms=p99_by_slice(
-            [(ask.sent_ms, answer.received_ms - ask.sent_ms) for ask, answer in matched],
-            SLICE_MS,
-        ),
+        p99_by_slice_ms=p99_by_slice(timed, SLICE_MS),
     )
 
 

@@ -1,6 +1,7 @@
 package io.streamrec.flink;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -142,16 +143,18 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
         if (closed <= after) {
             return;  // an earlier firing of this advance settled it
         }
-        List<Long> ends = new ArrayList<>();
-        for (Long sliceEnd : slices.keys()) {
-            ends.add(sliceEnd);
+        // One read of the key's state; the slices are few (a window's worth and the next).
+        Map<Long, S> stored = new HashMap<>();
+        for (Map.Entry<Long, S> entry : slices.entries()) {
+            stored.put(entry.getKey(), entry.getValue());
         }
+        List<Long> ends = new ArrayList<>(stored.keySet());
         long end = slicing.newestChangeWithData(ends, after, closed);
         if (end != Long.MIN_VALUE) {
             List<S> held = new ArrayList<>();
             for (long sliceEnd : ends) {
                 if (slicing.holds(end, sliceEnd)) {
-                    held.add(slices.get(sliceEnd));
+                    held.add(stored.get(sliceEnd));
                 }
             }
             emit(context, out, end, held);
