@@ -90,7 +90,7 @@ class SlowScorer:
     async def score(
         self, inputs: Inputs, version: int | None = None
     ) -> tuple[npt.NDArray[np.float32], str]:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)  # a loaded box may start the poll thread late
         return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:1"
 
     async def close(self) -> None:
