@@ -32,6 +32,7 @@ from jobs.demo.ingest import read_back, report
 from jobs.demo.loop import (
     RunTopics,
     changelog_counts,
+    drop_project_keys,
     free_port,
     log_says,
     part_environment,
@@ -39,6 +40,7 @@ from jobs.demo.loop import (
     port_open,
     read_answered,
     read_asked,
+    run_project,
     wait_for_answers,
     wait_ready,
     wait_until_quiet,
@@ -119,10 +121,15 @@ def main(argv: list[str] | None = None) -> int:
         default=180.0,
         help="seconds to wait for the last answers after the replay",
     )
-    parser.add_argument("--keep-stack", action="store_true", help="leave the stack running")
+    parser.add_argument(
+        "--keep-stack",
+        action="store_true",
+        help="leave the stack running, and the run's feature rows in Redis",
+    )
     args = parser.parse_args(argv)
     run_id = time.strftime("demo-%Y%m%d-%H%M%S")
     topics = RunTopics.for_run(run_id)
+    project = run_project(run_id)
     options = ReplayOptions(
         path=args.file,
         topic=topics.events,
@@ -147,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     log_dir = StackSettings.from_env().home / "demo" / run_id
     with demo_services(model_dir, args.keep_stack) as services:
         topics.create(services.kafka)
-        grant_run(services, topics, run_id)
+        grant_run(services, topics, run_id, project)
         env = part_environment(
             services.kafka,
             services.redis_url,
@@ -157,14 +164,17 @@ def main(argv: list[str] | None = None) -> int:
                 "STREAMREC_MODEL_DIR": str(model_dir),
             },
         )
-        parts = pipeline_parts(topics, run_id, model_dir, log_dir, worker_port, writer_port)
+        parts = pipeline_parts(
+            topics, run_id, model_dir, log_dir, worker_port, writer_port, project
+        )
         for part in parts:
             part.env.update(services.env_of(PART_ROLE[part.name]))
         with running(parts, env):
             print(
                 f"starting the feature job, writer and worker (logs in {log_dir}); their "
                 f"metrics: worker http://{LOOPBACK}:{worker_port}/metrics, writer "
-                f"http://{LOOPBACK}:{writer_port}/metrics (`make observe`)",
+                f"http://{LOOPBACK}:{writer_port}/metrics (`make observe`); the run's "
+                f"feature rows: Feast project {project}",
                 file=sys.stderr,
             )
             wait_ready(
@@ -176,7 +186,12 @@ def main(argv: list[str] | None = None) -> int:
                 },
             )
             probes = warm_up(
-                services.kafka, services.redis_url, topics.events, events[0].ts, list(parts)
+                services.kafka,
+                services.redis_url,
+                topics.events,
+                events[0].ts,
+                list(parts),
+                project,
             )
             with tqdm(unit="ev", desc="replay", file=sys.stderr) as bar:
                 summary = run_replay(options, services.kafka_as("ingest"), on_progress=bar.update)
@@ -186,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             wait_until_quiet(services.kafka, topics.changelog, list(parts))
             asked = read_asked(services.kafka, topics.requests)
             answered = read_answered(services.kafka, topics.recommendations)
-            shown = shown_lines(services.redis_url, answered)
+            shown = shown_lines(services.redis_url, answered, project)
         consumed, dead_letters = read_back(services.kafka, topics.events, {})
         counts = changelog_counts(services.kafka, topics.changelog)
         trip = compare(probes + events, consumed)
@@ -194,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         drift = run_drift_check(
             services.kafka, topics, model_dir, run_id, services.env_of("drift"), drift_port
         )
+        if not args.keep_stack:
+            drop_project_keys(services.redis_url, project)
     lines = report(trip, dead_letters, (summary.requests, len(asked)))
     lines += [f"{'feature rows: ' + view:<28}{counts.get(view, 0):>14}" for view in sorted(VIEWS)]
     lines += outcome_lines(outcome) + shown + drift_lines(drift)

@@ -22,6 +22,7 @@ import redis
 from jobs.demo.outcome import Answered, Asked
 from jobs.demo.processes import Part
 from jobs.localstack.process import port_in_use
+from jobs.localstack.redis_acl import project_key_globs
 from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import event_codec, feature_update_codec, recommendation_codec, request_codec
@@ -65,6 +66,43 @@ class RunTopics:
         specs.append(request_topic_spec(self.requests, PARTITIONS))
         specs += [dead_letter_spec(dead_letter_topic(t)) for t in (self.events, self.requests)]
         ensure_topics(kafka, specs)
+
+
+def run_project(run_id: str) -> str:
+    """The Feast project (the Redis key namespace) of one demo run.
+
+    The store outlives a run (the local stack's Redis keeps an append-only file), so under
+    one shared project every run would read the rows earlier runs wrote: the replayed
+    users' later clicks, features minutes old. A project of its own starts each run on an
+    empty store, as its topics start it on empty logs.
+    """
+    return f"{PROJECT}_{run_id}".replace("-", "_").replace(".", "_")
+
+
+def drop_project_keys(redis_url: str, project: str) -> int:
+    """Remove every key of ``project`` (see jobs.localstack.redis_acl); returns how many.
+
+    Needs a principal that may SCAN (the admin on a secured stack).
+    """
+    client = redis.Redis.from_url(redis_url)
+    dropped = 0
+    try:
+        for pattern in project_key_globs(project):
+            batch: list[bytes] = []
+            for key in client.scan_iter(match=pattern, count=SCAN_BATCH):
+                batch.append(key)
+                if len(batch) == SCAN_BATCH:
+                    client.unlink(*batch)
+                    dropped, batch = dropped + len(batch), []
+            if batch:
+                client.unlink(*batch)
+                dropped += len(batch)
+        return dropped
+    finally:
+        client.close()
+
+
+SCAN_BATCH = 1000
 
 
 def free_port() -> int:
@@ -134,15 +172,21 @@ def pipeline_parts(
     log_dir: Path,
     worker_metrics_port: int,
     writer_metrics_port: int = 0,
+    project: str = PROJECT,
 ) -> list[Part]:
-    """Feature job → feature writer → worker, each consuming what the one before produces."""
+    """Feature job → feature writer → worker, each consuming what the one before produces.
+
+    The writer writes, and the worker reads, the Feast ``project``'s keys.
+    """
     return [
         feature_job_part(topics.events, topics.changelog, group, log_dir),
-        writer_part(topics.changelog, group, log_dir, metrics_port=writer_metrics_port),
+        writer_part(topics.changelog, group, log_dir, project, writer_metrics_port),
         Part(
             "worker",
             "inference.worker",
             [
+                "--project",
+                project,
                 "--requests-topic",
                 topics.requests,
                 "--output-topic",

@@ -15,10 +15,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import redis
+
 from inference.serving import repository
 from inference.serving.control import TritonControl, rollout
 from jobs.demo.loop import RunTopics, part_group
 from jobs.localstack.kafka_acls import AclNames, acl_bindings, apply_acls
+from jobs.localstack.redis_acl import grant_project
 from jobs.localstack.roles import role_env
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
@@ -53,14 +56,20 @@ class Services:
         return KafkaSettings.from_env(env) if env else self.kafka
 
 
-def grant_run(services: Services, topics: RunTopics, group: str) -> None:
-    """On a secured stack, give each role the run's own topics and groups (its usual grants).
+def grant_run(services: Services, topics: RunTopics, group: str, project: str) -> None:
+    """On a secured stack, give each role the run's own topics, groups and Redis keys.
 
-    The stack grants the default topic names at start; a run's topics carry its id in
-    front, so they need grants of their own, as do the parts' groups under ``group``.
+    The stack grants the default topic names and Feast project at start; a run's topics
+    carry its id in front and its keys its own project, so they need grants of their own
+    (the roles' usual ones), as do the parts' groups under ``group``.
     """
     if not services.roles:
         return
+    admin = redis.Redis.from_url(services.redis_url)
+    try:
+        grant_project(admin, project)
+    finally:
+        admin.close()
     names = AclNames(
         events=topics.events, requests=topics.requests,
         recommendations=topics.recommendations, changelog=topics.changelog,

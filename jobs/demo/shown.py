@@ -6,18 +6,23 @@ import redis
 
 from jobs.demo.outcome import Answered
 from schemas.online.redis_store import read_rows
+from schemas.views import PROJECT
 
 SHOWN = 3
 ITEMS_SHOWN = 5
 
 
-def shown_lines(redis_url: str, answered: list[Answered], count: int = SHOWN) -> list[str]:
+def shown_lines(
+    redis_url: str, answered: list[Answered], project: str = PROJECT, count: int = SHOWN
+) -> list[str]:
     """The answers of the users with the longest click sequences, with those clicks."""
     latest = {a.recommendation.user_id: a.recommendation for a in answered}
     users = list(latest)
     client = redis.Redis.from_url(redis_url)
     try:
-        rows = read_rows(client, "user_recent_clicks", users, ["item_ids", "behaviors"])
+        rows = read_rows(
+            client, "user_recent_clicks", users, ["item_ids", "behaviors"], project=project
+        )
     finally:
         client.close()
     clicks = {

@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 
+import redis
+
 from schemas.views import PROJECT
 
 # Read commands, minus those Redis marks dangerous (KEYS, DEBUG-like ones) and the
@@ -42,10 +44,31 @@ USER_RULES: Mapping[str, str] = {
 }
 
 
+# The users confined to the project's keys (the router has its routing keys alone).
+GRANTED = ("writer", "reader")
+
+
 def key_patterns(project: str = PROJECT) -> str:
     """The ACL key patterns of one Feast project's keys (see the module doc)."""
+    return " ".join(f"~{glob}" for glob in project_key_globs(project))
+
+
+def project_key_globs(project: str = PROJECT) -> tuple[str, str]:
+    """The glob patterns (ACL, SCAN MATCH) that cover every key of one project."""
     escaped = _escaped(project)
-    return f"~{escaped}:* ~*{escaped}"
+    return f"{escaped}:*", f"*{escaped}"
+
+
+def grant_project(admin: redis.Redis, project: str, users: tuple[str, ...] = GRANTED) -> None:
+    """Let ``users`` reach a further project's keys too, with the commands they have.
+
+    For a stack whose ACL file names one project while a run uses another (the demo
+    gives every run its own). The grant lasts until the server restarts; an ACL user
+    cannot lose one key pattern alone, so granted projects stay granted until then.
+    """
+    for user in users:
+        # ACL SETUSER with key patterns alone adds them; the user's other rules stay.
+        admin.execute_command("ACL", "SETUSER", user, *key_patterns(project).split())  # type: ignore[no-untyped-call]
 
 
 def routing_key_pattern(project: str = PROJECT) -> str:

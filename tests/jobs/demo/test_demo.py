@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from jobs.demo.cli import main
 from jobs.demo.loop import READY_TIMEOUT_S, WARM_UP_USER
+from schemas.views import PROJECT
 from tests.conftest import REPO_ROOT, Endpoints, TritonServer
 from tests.inference.worker.world import build_world, stream_events
 
@@ -49,8 +51,11 @@ def test_demo_runs_the_whole_loop_on_the_stream(
     monkeypatch.setenv("STREAMREC_WORKER_METRICS_PORT", "0")
     monkeypatch.setenv("STREAMREC_DRIFT_METRICS_PORT", "0")
     monkeypatch.setenv("STREAMREC_FEATURE_WRITER_METRICS_PORT", "0")
+    store = redis.Redis.from_url(stack.redis_url)
+    store.set(f"{PROJECT}:demo-test:kept", "1")  # another project's key: a run leaves it be
     code = main(["--limit", str(EVENTS), "--speed", "0", "--model-dir", str(model_dir)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert code == 0, out
     assert "PASS: the whole loop answered every request once" in out
     assert re.search(r"missing / duplicated / unknown\s+0 / 0 / 0\n", out)
@@ -70,6 +75,12 @@ def test_demo_runs_the_whole_loop_on_the_stream(
     drifted = verdict.group(3).split(", ") if verdict.group(3) else []
     assert all(name.startswith("rec_") for name in drifted), out[-2000:]
     recount_from_the_topics(stack.kafka_bootstrap, out)
+    # The run read and wrote a Feast project of its own and removed it at the end.
+    [run_project] = re.findall(r"Feast project (\w+)", captured.err)
+    assert run_project.startswith(f"{PROJECT}_demo_")
+    assert list(store.scan_iter(match=f"{PROJECT}_demo_*")) == []
+    assert list(store.scan_iter(match=f"*{PROJECT}_demo_*")) == []
+    assert store.get(f"{PROJECT}:demo-test:kept") == b"1"
     # Every service was given, so the demo started no local one of its own.
     started = [d.name for d in (tmp_path / "stack").iterdir() if d.name != "demo"]
     assert started == []

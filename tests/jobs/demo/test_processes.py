@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -12,9 +13,11 @@ from jobs.demo.loop import (
     RunTopics,
     feature_job_part,
     pipeline_parts,
+    run_project,
     writer_part,
 )
 from jobs.demo.processes import Part
+from schemas.views import PROJECT
 
 
 def test_the_feature_path_parts_are_niced_and_a_plain_part_is_not(tmp_path: Path) -> None:
@@ -73,3 +76,13 @@ def test_the_writer_serves_metrics_only_where_asked(tmp_path: Path) -> None:
     topics = RunTopics.for_run("run")
     parts = pipeline_parts(topics, "run", tmp_path, tmp_path, 1, writer_metrics_port=2)
     assert [port_of(p) for p in parts if p.name != "feature-job"] == ["2", "1"]
+
+
+def test_each_run_writes_and_reads_a_feast_project_of_its_own(tmp_path: Path) -> None:
+    project = run_project("demo-20261203-110000")
+    assert re.fullmatch(r"\w+", project) and project != PROJECT
+    assert project != run_project("demo-20261203-110001")
+    parts = pipeline_parts(RunTopics.for_run("run"), "run", tmp_path, tmp_path, 1, 2, project)
+    for part in parts[1:]:
+        assert part.argv[part.argv.index("--project") + 1] == project
+    assert "--project" not in parts[0].argv  # the feature job never reaches the store

@@ -24,6 +24,7 @@ from jobs.feature_writer.covisit import CovisitOptions, script_calls
 from jobs.feature_writer.rows import ConversionOptions, to_rows
 from jobs.localstack import Stack, StackSettings
 from jobs.localstack.credentials import ensure_credentials
+from jobs.localstack.redis_acl import grant_project
 from jobs.localstack.redis_server import redis_url_for
 from jobs.localstack.tls import TlsFiles
 from jobs.localstack.triton_server import control_env, inference_env
@@ -102,6 +103,25 @@ def test_writer_and_reader_stay_within_the_project_keys(secured: Secured) -> Non
             secured.client(user).get("elsewhere")
         with pytest.raises(redis.exceptions.NoPermissionError):
             secured.client(user).flushall()
+
+
+def test_a_granted_project_opens_its_keys_to_writer_and_reader_and_no_other(
+    secured: Secured,
+) -> None:
+    run, other = f"{PROJECT}_run_1", f"{PROJECT}_run_2"
+    rows = to_rows([user_window(8)], ConversionOptions())
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        OnlineStoreWriter(secured.client("writer"), project=run).write(rows)
+    grant_project(secured.client("admin"), run)
+    assert OnlineStoreWriter(secured.client("writer"), project=run).write(rows).written == 1
+    reader = secured.client("reader")
+    assert read_rows(reader, USER_CLICK_WINDOW, [8], project=run)[0] is not None
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        OnlineStoreWriter(reader, project=run).write(rows)
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        OnlineStoreWriter(secured.client("writer"), project=other).write(rows)
+    # The grant added a project: the stack's own is still open.
+    assert read_rows(reader, USER_CLICK_WINDOW, [7])[0] is not None
 
 
 def test_no_password_a_wrong_one_and_the_default_user_are_refused(secured: Secured) -> None:
