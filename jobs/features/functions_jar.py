@@ -62,7 +62,8 @@ def maven_jar(
 def _build(
     source: Path, build_dir: Path, jar_name: str, what: str, defines: Mapping[str, str]
 ) -> None:
-    argv = [find_mvn(), "-q", "-B", "-f", str(source / "pom.xml"), "package"]
+    # The Java unit tests run in the test suite (tests/jobs/features/test_java_units.py).
+    argv = [find_mvn(), "-q", "-B", "-f", str(source / "pom.xml"), "package", "-DskipTests"]
     argv += [f"-D{name}={value}" for name, value in {**defines, "build.dir": build_dir}.items()]
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0 or not (build_dir / jar_name).exists():
