@@ -121,6 +121,10 @@ def test_killed_redis_is_restarted_by_up_with_every_acknowledged_write(stack: St
     config: dict[str, str] = client.config_get("maxmemory*")  # type: ignore[assignment]
     assert config["maxmemory-policy"] == "volatile-lru"
     assert int(config["maxmemory"]) == 2 * 1024**3
+    # Durable before the reply, and not rewritten every few seconds under a busy stream.
+    aof: dict[str, str] = client.config_get("a*")  # type: ignore[assignment]
+    assert aof["appendfsync"] == "always"
+    assert int(aof["auto-aof-rewrite-min-size"]) == 1024**3
     client.hset("row", mapping={"f": b"v"})
     client.sadd("out_of_stock", 7)
     client.close()
