@@ -147,12 +147,12 @@ def send_paced(
     """Send at a steady ``rate`` (in ticks of ``SEND_TICK_S``); every ``sample_every``-th
     event is probed (0: none), from the moment it was handed to the producer."""
     started = time.perf_counter()
-    n = 0
-    while n < len(events):
+    done = 0
+    while done < len(events):
         due = min(len(events), int((time.perf_counter() - started) * rate) + 1)
-        for n in range(n, due):
+        for n in range(done, due):
             sent = send(producer, topic, events[n])
             if sample_every and n % sample_every == 0:
                 probe.expect(sent, time.perf_counter())
-        n = due
+        done = due
         time.sleep(SEND_TICK_S)
