@@ -154,7 +154,7 @@ class BatchPreparer:
         # Until the store says otherwise, every trigger is lacking from it.
         lacking = [n for n, r in enumerate(requests) if r.trigger is not None]
         read_ok = False
-        if self.redis_breaker.allows:
+        if self.redis_breaker.admits():
             try:
                 recent, window = self.reader.users(ids)
                 self._count_lookups("user_recent_clicks", recent)
@@ -288,7 +288,7 @@ class BatchPreparer:
         return model_input, [int(c) for c in raw_cats]
 
     def _redis_failed(self, exc: Exception) -> None:
-        if self.redis_breaker.allows:
+        if self.redis_breaker.closed:
             logger.warning("Redis failed (%s); answering from what the worker has", exc)
         self.redis_breaker.failed()
         self.metrics.errors.labels("redis").inc()

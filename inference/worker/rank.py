@@ -113,7 +113,7 @@ class Ranker:
         self, batch: PreparedBatch, reqs: list[PreparedRequest], variant: Variant | None
     ) -> list[Ranked]:
         breaker = self._breaker(variant)
-        if not breaker.allows:
+        if not breaker.admits():
             return self._fallback(batch, reqs, TRITON_DOWN)
         self.metrics.inflight.inc()
         inputs = assemble([r.model_input for r in reqs])
@@ -153,7 +153,7 @@ class Ranker:
         return self._fallback(batch, [req], BAD_OUTPUT)[0]
 
     def _failed(self, exc: Exception, breaker: Breaker, component: str = "triton") -> None:
-        if breaker.allows:
+        if breaker.closed:
             logger.warning("ranker failed (%s); fallback ranking until it answers again", exc)
         breaker.failed()
         self.metrics.errors.labels(component).inc()

@@ -45,21 +45,43 @@ class Scorer(Protocol):
 
 
 class Breaker:
-    """Open after a failure for ``retry_after_s``; then one call may try again."""
+    """Skips a dependency after a failure, and lets one call a period find out if it is back.
+
+    Closed, every call goes. A failure opens it: calls skip the dependency (the caller
+    answers from its fallback) for ``retry_after_s``. Then one call goes as a trial, and
+    every ``retry_after_s`` one more while no trial has reported: a success closes the
+    breaker, a failure opens it for another period. So a stall of the dependency costs
+    the calls in flight and at most one period of fallbacks, and an outage costs one
+    trial call per period, never every call waiting for its timeout.
+    """
 
     def __init__(self, retry_after_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self._retry_after_s = retry_after_s
         self._clock = clock
         self._open_until = 0.0
+        self._tripped = False
 
     @property
-    def allows(self) -> bool:
-        return self._clock() >= self._open_until
+    def closed(self) -> bool:
+        """No failure since the last success."""
+        return not self._tripped
+
+    def admits(self) -> bool:
+        """Whether this call may go (a trial call counts as its period's one)."""
+        if not self._tripped:
+            return True
+        now = self._clock()
+        if now < self._open_until:
+            return False
+        self._open_until = now + self._retry_after_s
+        return True
 
     def failed(self) -> None:
+        self._tripped = True
         self._open_until = self._clock() + self._retry_after_s
 
     def succeeded(self) -> None:
+        self._tripped = False
         self._open_until = 0.0
 
     def fresh(self) -> Breaker:

@@ -95,9 +95,12 @@ class WorkerSettings(Settings):
     deadline_ms: int = setting(
         0, env="STREAMREC_WORKER_DEADLINE_MS", help="older requests get the fallback (0 = off)"
     )
-    # After a failure the dependency is skipped (fallback) for this long, then probed again.
+    # After a failure the dependency is skipped (fallback) for this long, then one call a
+    # period tries it (inference.worker.scoring.Breaker). Short, because the failures a busy
+    # box sees are stalls of a second, not outages: at 1,000 ms one Triton stall in the demo
+    # turned 167 answers that came after it into fallbacks.
     retry_after_ms: int = setting(
-        1000, env="STREAMREC_WORKER_RETRY_AFTER_MS", help="skip a failed dependency this long"
+        250, env="STREAMREC_WORKER_RETRY_AFTER_MS", help="skip a failed dependency this long"
     )
     # The traffic split between model versions (schemas/routing.py) is re-read this often;
     # a change applies within it, without a restart.

@@ -111,7 +111,7 @@ def test_redis_failing_on_the_sets_degrades_the_batch_and_opens_the_breaker(
     assert prepared.reasons == [REDIS_DOWN]
     assert "covisit" not in {c.route for c in prepared.candidates}
     assert prepared.candidates  # embedding and popular still answer
-    assert "items" not in reader.calls and not prep.redis_breaker.allows
+    assert "items" not in reader.calls and not prep.redis_breaker.admits()
 
 
 @pytest.mark.parametrize("clicks", [0, 1])

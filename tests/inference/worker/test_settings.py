@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from inference.worker.errors import SettingsError
-from inference.worker.scoring import Breaker
 from inference.worker.settings import WorkerSettings, parse_args, settings_from
 
 
@@ -47,14 +46,3 @@ def test_flags_override_the_environment() -> None:
 def test_bad_settings_are_refused(env: dict[str, str]) -> None:
     with pytest.raises(SettingsError):
         WorkerSettings.from_env(env)
-
-
-def test_breaker_opens_after_a_failure_and_lets_a_probe_through_later() -> None:
-    now = [0.0]
-    breaker = Breaker(1.0, clock=lambda: now[0])
-    seen = [breaker.allows]
-    breaker.failed()
-    seen.append(breaker.allows)
-    now[0] = 1.5
-    seen.append(breaker.allows)
-    assert seen == [True, False, True]
