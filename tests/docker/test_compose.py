@@ -17,6 +17,8 @@ import jsonschema
 import pytest
 import yaml
 
+from jobs.localstack.redis_server import render_redis_conf
+from jobs.localstack.settings import StackSettings
 from tests.docker.manifests import DOCKER, REPO, code_env_names, code_ports, compose
 
 SCHEMA = Path(__file__).parent / "schemas" / "compose-spec.json"
@@ -131,6 +133,19 @@ def test_no_secret_has_a_default_and_none_is_written_in() -> None:
             words = set(key.split("_"))
             if words & {"PASSWORD", "SECRET", "TOKEN", "KEY"} or key.endswith("_AUTH"):
                 assert re.fullmatch(r"\$\{[A-Z_]+:\?[^}]*\}", str(value)), (name, key)
+
+
+def test_redis_persists_as_the_local_stack_does(services: dict[str, Any], tmp_path: Path) -> None:
+    command = services["redis"]["command"]
+    flags = dict(zip(command[1::2], command[2::2], strict=False))
+    settings = StackSettings(home=tmp_path / "home", cache_dir=tmp_path / "cache")
+    local = dict(
+        line.split(" ", 1)
+        for line in render_redis_conf(settings, tmp_path).splitlines()
+        if line and not line.startswith("#")
+    )
+    for name in ("appendonly", "appendfsync", "auto-aof-rewrite-min-size", "maxmemory-policy"):
+        assert flags[f"--{name}"] == local[name], name
 
 
 def test_redis_asks_for_the_password_its_clients_send(services: dict[str, Any]) -> None:
