@@ -79,30 +79,21 @@ def run_project(run_id: str) -> str:
     return f"{PROJECT}_{run_id}".replace("-", "_").replace(".", "_")
 
 
+# Keys asked for per SCAN, and removed per UNLINK, at the end of a run.
+KEYS_PER_CALL = 1000
+
+
 def drop_project_keys(redis_url: str, project: str) -> int:
     """Remove every key of ``project`` (see jobs.localstack.redis_acl); returns how many.
 
     Needs a principal that may SCAN (the admin on a secured stack).
     """
-    client = redis.Redis.from_url(redis_url)
-    dropped = 0
-    try:
-        for pattern in project_key_globs(project):
-            batch: list[bytes] = []
-            for key in client.scan_iter(match=pattern, count=SCAN_BATCH):
-                batch.append(key)
-                if len(batch) == SCAN_BATCH:
-                    client.unlink(*batch)
-                    dropped, batch = dropped + len(batch), []
-            if batch:
-                client.unlink(*batch)
-                dropped += len(batch)
-        return dropped
-    finally:
-        client.close()
-
-
-SCAN_BATCH = 1000
+    with redis.Redis.from_url(redis_url) as client:
+        globs = project_key_globs(project)
+        keys = [key for glob in globs for key in client.scan_iter(glob, count=KEYS_PER_CALL)]
+        for start in range(0, len(keys), KEYS_PER_CALL):
+            client.unlink(*keys[start : start + KEYS_PER_CALL])
+    return len(keys)
 
 
 def free_port() -> int:

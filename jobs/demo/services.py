@@ -65,11 +65,8 @@ def grant_run(services: Services, topics: RunTopics, group: str, project: str) -
     """
     if not services.roles:
         return
-    admin = redis.Redis.from_url(services.redis_url)
-    try:
+    with redis.Redis.from_url(services.redis_url) as admin:
         grant_project(admin, project)
-    finally:
-        admin.close()
     names = AclNames(
         events=topics.events, requests=topics.requests,
         recommendations=topics.recommendations, changelog=topics.changelog,

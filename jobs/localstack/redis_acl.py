@@ -68,7 +68,8 @@ def grant_project(admin: redis.Redis, project: str, users: tuple[str, ...] = GRA
     """
     for user in users:
         # ACL SETUSER with key patterns alone adds them; the user's other rules stay.
-        admin.execute_command("ACL", "SETUSER", user, *key_patterns(project).split())  # type: ignore[no-untyped-call]
+        patterns = [f"~{glob}" for glob in project_key_globs(project)]
+        admin.execute_command("ACL", "SETUSER", user, *patterns)  # type: ignore[no-untyped-call]
 
 
 def routing_key_pattern(project: str = PROJECT) -> str:
