@@ -30,9 +30,13 @@ from tests.benchmarks.thread_cpu import ThreadSampler, cpu_between, descendant_n
 from tests.support.kafka_session import kafka_for_run
 
 
+# The class PyFlink's JVM runs; the broker kafka_for_run may start is a java child too.
+GATEWAY_CLASS = "org.apache.flink.client.python.PythonGatewayServer"
+
+
 def job_jvm() -> int | None:
     """The pid of the JVM our job process started (PyFlink's gateway), once it exists."""
-    return descendant_named(os.getpid(), "java")
+    return descendant_named(os.getpid(), "java", command_has=GATEWAY_CLASS)
 
 
 def output_span(kafka: KafkaSettings, topic: str) -> tuple[float, float, int]:

@@ -51,6 +51,11 @@ def test_the_jvm_is_found_below_the_job_and_its_threads_read(tmp_path: Path) -> 
     fake_stat(tmp_path, 20, "java", 1)  # another JVM, not ours
     assert descendant_named(10, "java", tmp_path) == 12
     assert descendant_named(99, "java", tmp_path) is None
+    (tmp_path / "12" / "cmdline").write_bytes(b"java\0-cp\0x.jar\0kafka.Kafka\0")
+    (tmp_path / "14").mkdir()
+    fake_stat(tmp_path, 14, "java", 10)
+    (tmp_path / "14" / "cmdline").write_bytes(b"java\0-c\0org.example.Gateway\0")
+    assert descendant_named(10, "java", tmp_path, command_has="org.example.Gateway") == 14
     fake_stat(tmp_path, 12, "C2 CompilerThre", 11, (150, 50), tid=13)
     threads = read_threads(12, tmp_path)
     assert threads[13][0] == "C2 CompilerThre"

@@ -52,20 +52,35 @@ def within(samples: Sequence[Sample], start: float, end: float) -> tuple[Sample,
     return (inside[0], inside[-1]) if len(inside) >= 2 else None
 
 
-def descendant_named(root: int, name: str, proc: Path = Path("/proc")) -> int | None:
-    """The pid of a process called ``name`` below ``root`` (any depth), if there is one."""
+def descendant_named(root: int, name: str, proc: Path = Path("/proc"),
+                     command_has: str = "") -> int | None:
+    """The pid of a process called ``name`` below ``root`` (any depth), if there is one.
+
+    ``command_has``: only a process whose command line holds this text (the job's JVM
+    and the broker's are both ``java`` below a benchmark that starts its own broker).
+    """
     parents: dict[int, int] = {}
     names: dict[int, str] = {}
     for pid, stat in process_stats(proc):
         names[pid] = stat[stat.index("(") + 1 : stat.rindex(")")]
         parents[pid] = int(stat[stat.rindex(")") + 2 :].split()[1])
     for pid, comm in names.items():
+        if comm != name or command_has not in command_line(pid, proc):
+            continue
         ancestor = parents.get(pid)
-        while comm == name and ancestor:
+        while ancestor:
             if ancestor == root:
                 return pid
             ancestor = parents.get(ancestor)
     return None
+
+
+def command_line(pid: int, proc: Path = Path("/proc")) -> str:
+    """The process's arguments joined by spaces ("" once it is gone)."""
+    try:
+        return (proc / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 def read_threads(pid: int, proc: Path = Path("/proc")) -> dict[int, tuple[str, float]]:

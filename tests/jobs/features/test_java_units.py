@@ -13,14 +13,25 @@ from jobs.features.maven import find_mvn
 pytestmark = pytest.mark.integration  # Maven, and JUnit from the Maven repository
 
 
-def test_the_window_arithmetic_passes_its_java_unit_tests(tmp_path: Path) -> None:
+# Each test class and its number of tests: a class left out of the run fails the count.
+JAVA_TESTS = {
+    "SlicingTest": 6,
+    "RecentEventsFunctionTest": 5,
+    "ChangelogRecordTest": 3,
+    "BehaviorEventParserTest": 3,
+}
+
+
+def test_the_java_functions_pass_their_unit_tests(tmp_path: Path) -> None:
     result = subprocess.run(
         [find_mvn(), "-q", "-B", "-f", str(SOURCE_DIR / "pom.xml"), "test",
          f"-Dbuild.dir={tmp_path}"],
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
-    reports = list((tmp_path / "surefire-reports").glob("TEST-*.xml"))
+    reports = {r.name.removeprefix("TEST-io.streamrec.flink.").removesuffix(".xml"): r.read_text()
+               for r in (tmp_path / "surefire-reports").glob("TEST-*.xml")}  # fmt: skip
     # Surefire ran the tests (a pom that skipped them would leave no report).
-    assert [r.name for r in reports] == ["TEST-io.streamrec.flink.SlicingTest.xml"]
-    assert 'tests="6"' in reports[0].read_text() and 'failures="0"' in reports[0].read_text()
+    assert sorted(reports) == sorted(JAVA_TESTS)
+    for name, count in JAVA_TESTS.items():
+        assert f'tests="{count}"' in reports[name] and 'failures="0"' in reports[name], name

@@ -1,6 +1,7 @@
 package io.streamrec.flink;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
@@ -25,11 +26,12 @@ final class ChangelogRecord {
             PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
 
     private final byte[] key;
-    private final StringBuilder json = new StringBuilder(256);
+    private byte[] json = new byte[256];
+    private int length;
 
     private ChangelogRecord(String view, long entity) {
         this.key = (view + ":" + entity).getBytes(StandardCharsets.UTF_8);
-        json.append("{\"view\":\"").append(view).append('"');
+        ascii("{\"view\":\"").ascii(view).put((byte) '"');
     }
 
     /** A record of {@code view} for the entity id (user, item or category) it is keyed by. */
@@ -38,20 +40,18 @@ final class ChangelogRecord {
     }
 
     ChangelogRecord field(String name, long value) {
-        name(name).append(value);
-        return this;
+        return name(name).ascii(Long.toString(value));
     }
 
     ChangelogRecord field(String name, String[] values) {
-        StringBuilder out = name(name).append('[');
+        name(name).put((byte) '[');
         for (int i = 0; i < values.length; i++) {
             if (i > 0) {
-                out.append(',');
+                put((byte) ',');
             }
-            quote(out, values[i]);
+            quote(values[i]);
         }
-        out.append(']');
-        return this;
+        return put((byte) ']');
     }
 
     /** Behaviour counts, in the order of {@link KeyedFeatures#BEHAVIORS}. */
@@ -63,26 +63,72 @@ final class ChangelogRecord {
     }
 
     Row row() {
-        return Row.of(key, json.append('}').toString().getBytes(StandardCharsets.UTF_8));
+        put((byte) '}');
+        return Row.of(key, Arrays.copyOf(json, length));
     }
 
-    private StringBuilder name(String name) {
-        return json.append(",\"").append(name).append("\":");
+    /** The JSON value so far, closed: for tests. */
+    String json() {
+        return new String(json, 0, length, StandardCharsets.UTF_8) + "}";
     }
 
-    /** A JSON string (the packed values are ASCII; anything else is escaped all the same). */
-    static void quote(StringBuilder out, String value) {
-        out.append('"');
-        for (int i = 0; i < value.length(); i++) {
-            char c = value.charAt(i);
-            if (c == '"' || c == '\\') {
-                out.append('\\').append(c);
-            } else if (c < 0x20) {
-                out.append(String.format("\\u%04x", (int) c));
-            } else {
-                out.append(c);
+    private ChangelogRecord name(String name) {
+        return ascii(",\"").ascii(name).ascii("\":");
+    }
+
+    /** Appends text known to be ASCII and to need no escaping (names, digits). */
+    private ChangelogRecord ascii(String text) {
+        room(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            json[length++] = (byte) text.charAt(i);
+        }
+        return this;
+    }
+
+    /**
+     * A JSON string, from the value's UTF-8 bytes: for the packed values (ASCII) that is
+     * one array copy each way, where a char-by-char copy was the fresh view's largest
+     * cost after its state. Multi-byte UTF-8 sequences never hold a byte that needs
+     * escaping, and JSON takes them as they are.
+     */
+    void quote(String value) {
+        byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
+        for (byte b : utf8) {
+            if ((b >= 0 && b < 0x20) || b == '"' || b == '\\') {
+                put((byte) '"').escaped(utf8);
+                return;
             }
         }
-        out.append('"');
+        room(utf8.length + 2);
+        json[length++] = '"';
+        System.arraycopy(utf8, 0, json, length, utf8.length);
+        length += utf8.length;
+        json[length++] = '"';
+    }
+
+    /** A string's UTF-8 bytes, escaped, and the closing quote. */
+    private void escaped(byte[] utf8) {
+        for (byte b : utf8) {
+            if (b == '"' || b == '\\') {
+                put((byte) '\\').put(b);
+            } else if (b >= 0 && b < 0x20) {
+                ascii(String.format("\\u%04x", (int) b));
+            } else {
+                put(b);
+            }
+        }
+        put((byte) '"');
+    }
+
+    private ChangelogRecord put(byte b) {
+        room(1);
+        json[length++] = b;
+        return this;
+    }
+
+    private void room(int more) {
+        if (length + more > json.length) {
+            json = Arrays.copyOf(json, Math.max(json.length * 2, length + more));
+        }
     }
 }

@@ -9,8 +9,8 @@ import org.apache.flink.table.functions.ScalarFunction;
  */
 public class EventTime extends ScalarFunction {
     public long eval(byte[] body, Integer maxBytes, Long maxFutureSkewMs) {
-        BehaviorEventParser.Result r = BehaviorEventParser.parse(
-                body, maxBytes, maxFutureSkewMs, System.currentTimeMillis());
+        BehaviorEventParser.Result r =
+                BehaviorEventParser.parseOnce(body, maxBytes, maxFutureSkewMs);
         return r.valid() ? r.ts : 0L;
     }
 

@@ -12,8 +12,8 @@ public class ParseBehaviorEvent extends ScalarFunction {
     @DataTypeHint("ROW<user_id BIGINT, item_id BIGINT, category_id BIGINT, behavior STRING, "
             + "ts BIGINT, error_kind STRING, error STRING>")
     public Row eval(byte[] body, Integer maxBytes, Long maxFutureSkewMs) {
-        BehaviorEventParser.Result r = BehaviorEventParser.parse(
-                body, maxBytes, maxFutureSkewMs, System.currentTimeMillis());
+        BehaviorEventParser.Result r =
+                BehaviorEventParser.parseOnce(body, maxBytes, maxFutureSkewMs);
         if (!r.valid()) {
             return Row.of(null, null, null, null, null, r.errorKind, r.error);
         }
