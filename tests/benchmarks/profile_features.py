@@ -29,7 +29,6 @@ from tests.benchmarks.report import BenchmarkFailure, fail, print_table, result_
 from tests.benchmarks.thread_cpu import ThreadSampler, cpu_between, descendant_named, within
 from tests.support.kafka_session import kafka_for_run
 
-
 # The class PyFlink's JVM runs; the broker kafka_for_run may start is a java child too.
 GATEWAY_CLASS = "org.apache.flink.client.python.PythonGatewayServer"
 

@@ -52,8 +52,9 @@ def within(samples: Sequence[Sample], start: float, end: float) -> tuple[Sample,
     return (inside[0], inside[-1]) if len(inside) >= 2 else None
 
 
-def descendant_named(root: int, name: str, proc: Path = Path("/proc"),
-                     command_has: str = "") -> int | None:
+def descendant_named(
+    root: int, name: str, proc: Path = Path("/proc"), command_has: str = ""
+) -> int | None:
     """The pid of a process called ``name`` below ``root`` (any depth), if there is one.
 
     ``command_has``: only a process whose command line holds this text (the job's JVM
