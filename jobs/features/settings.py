@@ -111,8 +111,10 @@ class FeatureJobSettings(Settings):
         env="STREAMREC_FEATURES_BUFFER_TIMEOUT_MS",
         help="longest wait of a half-full network buffer (latency)",
     )
-    # Only the fresh view keeps per-user state without end (its OVER window): the
-    # event-time windows drop theirs as the watermark passes. Longer than the
+    # Only the fresh view keeps per-user state without end: the event-time windows drop
+    # theirs as the watermark passes. The keyed fresh view reads an idle user as empty
+    # at once and frees its state by a timer within a tenth of this (at most a minute)
+    # later (RecentEventsFunction); the SQL one through Flink's state TTL. Longer than the
     # 30-minute horizon (schemas.windows.HORIZON_MS) the writer cuts the fresh view
     # to, so a user active within it keeps every event the row can show.
     state_ttl_ms: int = setting(

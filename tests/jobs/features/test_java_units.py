@@ -18,7 +18,7 @@ JAVA_TESTS = {
     "SlicingTest": 6,
     "RecentEventsFunctionTest": 5,
     "ChangelogRecordTest": 3,
-    "BehaviorEventParserTest": 3,
+    "BehaviorEventParserTest": 4,
 }
 
 

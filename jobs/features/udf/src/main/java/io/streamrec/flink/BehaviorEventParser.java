@@ -49,19 +49,35 @@ final class BehaviorEventParser {
     }
 
     /**
-     * The last event this thread parsed, kept for one more call: the source's event-time
-     * column ({@link EventTime}) and the classifying view ({@link ParseBehaviorEvent}) each
-     * need every event parsed, one after the other in the same task thread, and the
-     * parse was a quarter of that thread's time.
+     * The last event parsed, kept for one more call by the same thread: the source's
+     * event-time column ({@link EventTime}) and the classifying view
+     * ({@link ParseBehaviorEvent}) each need every event parsed, one after the other in
+     * the same task thread, and the parse was a quarter of that thread's time. One
+     * shared slot rather than a ThreadLocal, whose lookups in a task thread's crowded map
+     * cost a third of what they saved; subtasks of one JVM overwrite each other's slot,
+     * which costs a parse, never a wrong answer (the slot is immutable and owner-checked).
      */
     private static final class Memo {
-        byte[] body;
-        int maxBytes;
-        long maxFutureSkewMs;
-        Result result;
+        final Thread owner = Thread.currentThread();
+        final byte[] body;
+        final int maxBytes;
+        final long maxFutureSkewMs;
+        final Result result;
+
+        Memo(byte[] body, int maxBytes, long maxFutureSkewMs, Result result) {
+            this.body = body;
+            this.maxBytes = maxBytes;
+            this.maxFutureSkewMs = maxFutureSkewMs;
+            this.result = result;
+        }
+
+        boolean holds(byte[] other, int otherMaxBytes, long otherSkewMs) {
+            return owner == Thread.currentThread() && maxBytes == otherMaxBytes
+                    && maxFutureSkewMs == otherSkewMs && Arrays.equals(body, other);
+        }
     }
 
-    private static final ThreadLocal<Memo> LAST = ThreadLocal.withInitial(Memo::new);
+    private static volatile Memo last;
 
     private BehaviorEventParser() {}
 
@@ -72,19 +88,14 @@ final class BehaviorEventParser {
      * previous call's, microseconds earlier.
      */
     static Result parseOnce(byte[] body, int maxBytes, long maxFutureSkewMs) {
-        Memo memo = LAST.get();
-        if (memo.result != null && memo.maxBytes == maxBytes
-                && memo.maxFutureSkewMs == maxFutureSkewMs && Arrays.equals(memo.body, body)) {
-            Result hit = memo.result;
-            memo.result = null;
-            return hit;
+        Memo memo = last;
+        if (memo != null && memo.holds(body, maxBytes, maxFutureSkewMs)) {
+            last = null;
+            return memo.result;
         }
         Result result = parse(body, maxBytes, maxFutureSkewMs, System.currentTimeMillis());
         // A copy: the caller's array may be a buffer the runtime refills for the next record.
-        memo.body = body == null ? null : body.clone();
-        memo.maxBytes = maxBytes;
-        memo.maxFutureSkewMs = maxFutureSkewMs;
-        memo.result = result;
+        last = new Memo(body == null ? null : body.clone(), maxBytes, maxFutureSkewMs, result);
         return result;
     }
 

@@ -54,6 +54,18 @@ final class ChangelogRecord {
         return put((byte) ']');
     }
 
+    /** Strings given as their UTF-8 bytes: copied as they are unless one needs escaping. */
+    ChangelogRecord utf8Field(String name, byte[][] values) {
+        name(name).put((byte) '[');
+        for (int i = 0; i < values.length; i++) {
+            if (i > 0) {
+                put((byte) ',');
+            }
+            quote(values[i]);
+        }
+        return put((byte) ']');
+    }
+
     /** Behaviour counts, in the order of {@link KeyedFeatures#BEHAVIORS}. */
     ChangelogRecord counts(long[] counts) {
         for (int i = 0; i < counts.length; i++) {
@@ -85,14 +97,17 @@ final class ChangelogRecord {
         return this;
     }
 
-    /**
-     * A JSON string, from the value's UTF-8 bytes: for the packed values (ASCII) that is
-     * one array copy each way, where a char-by-char copy was the fresh view's largest
-     * cost after its state. Multi-byte UTF-8 sequences never hold a byte that needs
-     * escaping, and JSON takes them as they are.
-     */
+    /** A JSON string. */
     void quote(String value) {
-        byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
+        quote(value.getBytes(StandardCharsets.UTF_8));
+    }
+
+    /**
+     * A JSON string from its UTF-8 bytes: for the packed values (ASCII) one array copy.
+     * Multi-byte UTF-8 sequences never hold a byte that needs escaping, and JSON takes
+     * them as they are.
+     */
+    void quote(byte[] utf8) {
         for (byte b : utf8) {
             if ((b >= 0 && b < 0x20) || b == '"' || b == '\\') {
                 put((byte) '"').escaped(utf8);

@@ -1,10 +1,12 @@
 package io.streamrec.flink;
 
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
+import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple4;
@@ -30,20 +32,24 @@ import org.apache.flink.util.Collector;
  * within one granule share one timer).
  */
 final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
+    private static final TypeInformation<byte[][]> PACKED =
+            Types.OBJECT_ARRAY(PrimitiveArrayTypeInfo.BYTE_PRIMITIVE_ARRAY_TYPE_INFO);
     /**
      * Event times and packed events in arrival order, the same packed events sorted (kept
      * so, instead of sorting them for every row), and the newest arrival's processing time.
+     * The packed events are kept as their UTF-8 bytes, which the row copies as they are
+     * (encoding 50 strings for every row was a third of this operator's time); sorted by
+     * those bytes, which is the order of their code points, as Python and Flink SQL sort.
      */
-    private static final TypeInformation<Tuple4<long[], String[], String[], Long>> ARRIVALS =
-            Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), Types.OBJECT_ARRAY(Types.STRING),
-                    Types.OBJECT_ARRAY(Types.STRING), Types.LONG);
+    private static final TypeInformation<Tuple4<long[], byte[][], byte[][], Long>> ARRIVALS =
+            Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), PACKED, PACKED, Types.LONG);
     /** The longest an expired user's state outlives its TTL. */
     static final long MAX_EXPIRY_GRANULE_MS = 60_000;
 
     private final int sequenceLength;
     private final long stateTtlMs;
     private final long expiryGranuleMs;
-    private transient ValueState<Tuple4<long[], String[], String[], Long>> arrivals;
+    private transient ValueState<Tuple4<long[], byte[][], byte[][], Long>> arrivals;
 
     RecentEventsFunction(int sequenceLength, long stateTtlMs) {
         this.sequenceLength = sequenceLength;
@@ -72,20 +78,21 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
     @Override
     public void processElement(Row event, Context context, Collector<Row> out) throws Exception {
         long now = context.timerService().currentProcessingTime();
-        Tuple4<long[], String[], String[], Long> last = arrivals.value();
+        Tuple4<long[], byte[][], byte[][], Long> last = arrivals.value();
         if (last != null && expired(last.f3, now)) {
             last = null;  // idle past the TTL; its timer may not have fired yet
         }
         long[] times = last == null ? new long[0] : last.f0;
-        String[] packed = last == null ? new String[0] : last.f1;
-        String[] sorted = last == null ? new String[0] : last.f2;
+        byte[][] packed = last == null ? new byte[0][] : last.f1;
+        byte[][] sorted = last == null ? new byte[0][] : last.f2;
         int keep = Math.min(times.length, sequenceLength - 1);
         long[] nextTimes = new long[keep + 1];
-        String[] nextPacked = new String[keep + 1];
+        byte[][] nextPacked = new byte[keep + 1][];
         System.arraycopy(times, times.length - keep, nextTimes, 0, keep);
         System.arraycopy(packed, packed.length - keep, nextPacked, 0, keep);
         nextTimes[keep] = event.<Long>getFieldAs(KeyedFeatures.TS);
-        nextPacked[keep] = event.getFieldAs(KeyedFeatures.PACKED);
+        nextPacked[keep] = event.<String>getFieldAs(KeyedFeatures.PACKED)
+                .getBytes(StandardCharsets.UTF_8);
         for (int i = 0; i < packed.length - keep; i++) {
             sorted = removed(sorted, packed[i]);  // the oldest arrivals leave
         }
@@ -102,27 +109,27 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
         }
         long user = context.getCurrentKey();
         out.collect(ChangelogRecord.of("user_recent", user).field("user_id", user)
-                .field("latest_ts", latest).field("events", sorted).row());
+                .field("latest_ts", latest).utf8Field("events", sorted).row());
     }
 
-    /** {@code sorted} (ascending) with {@code value} in its place. */
-    static String[] inserted(String[] sorted, String value) {
-        int at = Arrays.binarySearch(sorted, value);
+    /** {@code sorted} (ascending, unsigned bytes) with {@code value} in its place. */
+    static byte[][] inserted(byte[][] sorted, byte[] value) {
+        int at = Arrays.binarySearch(sorted, value, Arrays::compareUnsigned);
         int insert = at >= 0 ? at : -at - 1;
-        String[] next = new String[sorted.length + 1];
+        byte[][] next = new byte[sorted.length + 1][];
         System.arraycopy(sorted, 0, next, 0, insert);
         next[insert] = value;
         System.arraycopy(sorted, insert, next, insert + 1, sorted.length - insert);
         return next;
     }
 
-    /** {@code sorted} (ascending) without one copy of {@code value}, which it holds. */
-    static String[] removed(String[] sorted, String value) {
-        int at = Arrays.binarySearch(sorted, value);
+    /** {@code sorted} (ascending, unsigned bytes) without one copy of {@code value}. */
+    static byte[][] removed(byte[][] sorted, byte[] value) {
+        int at = Arrays.binarySearch(sorted, value, Arrays::compareUnsigned);
         if (at < 0) {
-            throw new IllegalStateException("the sorted arrivals lost " + value);
+            throw new IllegalStateException("the sorted arrivals lost an event");
         }
-        String[] next = new String[sorted.length - 1];
+        byte[][] next = new byte[sorted.length - 1][];
         System.arraycopy(sorted, 0, next, 0, at);
         System.arraycopy(sorted, at + 1, next, at, sorted.length - at - 1);
         return next;
@@ -132,7 +139,7 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
     @Override
     public void onTimer(long timestamp, OnTimerContext context, Collector<Row> out)
             throws Exception {
-        Tuple4<long[], String[], String[], Long> last = arrivals.value();
+        Tuple4<long[], byte[][], byte[][], Long> last = arrivals.value();
         if (last != null && expired(last.f3, timestamp)) {
             arrivals.clear();
         }

@@ -40,6 +40,17 @@ class BehaviorEventParserTest {
     }
 
     @Test
+    void anotherThreadsEventIsParsedAgain() throws Exception {
+        byte[] body = event(1);
+        BehaviorEventParser.Result[] theirs = new BehaviorEventParser.Result[1];
+        Thread other = new Thread(() ->
+                theirs[0] = BehaviorEventParser.parseOnce(body, MAX_BYTES, SKEW));
+        other.start();
+        other.join();
+        assertNotSame(theirs[0], BehaviorEventParser.parseOnce(body, MAX_BYTES, SKEW));
+    }
+
+    @Test
     void otherLimitsAreAnotherVerdict() {
         byte[] body = event(1);
         assertEquals(null, BehaviorEventParser.parseOnce(body, MAX_BYTES, SKEW).errorKind);
