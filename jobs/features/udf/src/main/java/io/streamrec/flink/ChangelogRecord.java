@@ -44,14 +44,11 @@ final class ChangelogRecord {
     }
 
     ChangelogRecord field(String name, String[] values) {
-        name(name).put((byte) '[');
+        byte[][] utf8 = new byte[values.length][];
         for (int i = 0; i < values.length; i++) {
-            if (i > 0) {
-                put((byte) ',');
-            }
-            quote(values[i]);
+            utf8[i] = values[i].getBytes(StandardCharsets.UTF_8);
         }
-        return put((byte) ']');
+        return utf8Field(name, utf8);
     }
 
     /** Strings given as their UTF-8 bytes: copied as they are unless one needs escaping. */
@@ -95,11 +92,6 @@ final class ChangelogRecord {
             json[length++] = (byte) text.charAt(i);
         }
         return this;
-    }
-
-    /** A JSON string. */
-    void quote(String value) {
-        quote(value.getBytes(StandardCharsets.UTF_8));
     }
 
     /**
