@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from confluent_kafka import Message
+
 from jobs.features.functions_jar import functions_jar
 from jobs.features.maven import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
@@ -59,12 +61,10 @@ def run_module(module: str, args: list[str], kafka: KafkaSettings, timeout_s: fl
         raise RuntimeError(f"{module} failed:\n{result.stderr[-3000:]}")
 
 
-def output_rate(kafka: KafkaSettings, topic: str, events: int) -> tuple[float, list[bytes]]:
-    """Events per second over the span of the job's output, and the output values."""
-    messages = list(read_range(kafka, topic, {}, high_watermarks(kafka, topic)))
+def output_rate(messages: list[Message], events: int) -> float:
+    """Events per second over the span of the job's output (broker append times)."""
     stamps = [m.timestamp()[1] for m in messages]
-    span_s = (max(stamps) - min(stamps)) / 1000
-    return events / span_s, [m.value() for m in messages]
+    return events / ((max(stamps) - min(stamps)) / 1000)
 
 
 # The fresh view writes one row per valid event, so its rows count the events read.
@@ -85,9 +85,8 @@ def warm_rate(fresh_stamps_ms: list[int], skip: float = 0.25) -> float | None:
     return (len(stamps) - 1 - first) / ((stamps[-1] - stamps[first]) / 1000)
 
 
-def fresh_row_stamps(kafka: KafkaSettings, topic: str) -> list[int]:
-    """Broker append times (ms) of the fresh view's rows on ``topic``."""
-    messages = read_range(kafka, topic, {}, high_watermarks(kafka, topic))
+def fresh_row_stamps(messages: list[Message]) -> list[int]:
+    """Broker append times (ms) of the fresh view's rows among the job's output."""
     return [m.timestamp()[1] for m in messages if (m.key() or b"").startswith(FRESH_ROW_KEY)]
 
 
@@ -130,8 +129,10 @@ def run_all(
             common += ["--jar", str(functions)]
         print(f"running {label} over {events:,} events", file=sys.stderr)
         run_module(module, [*common, *extra], kafka)
-        rates[label], outputs[label] = output_rate(kafka, out, events)
-        warm[label] = warm_rate(fresh_row_stamps(kafka, out))
+        messages = list(read_range(kafka, out, {}, high_watermarks(kafka, out)))
+        rates[label] = output_rate(messages, events)
+        warm[label] = warm_rate(fresh_row_stamps(messages))
+        outputs[label] = [m.value() for m in messages]
     return rates, warm, outputs, events
 
 
