@@ -23,7 +23,7 @@ final class CategoryWindowFunction extends SlicedWindowFunction<Long, Map<Long, 
     private final int topItems;
 
     CategoryWindowFunction(Slicing slicing, boolean changedOnly, int topItems) {
-        super(slicing, changedOnly, new MapTypeInfo<>(
+        super("category_window", slicing, changedOnly, new MapTypeInfo<>(
                 Types.LONG, PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO));
         this.topItems = topItems;
     }
@@ -63,7 +63,7 @@ final class CategoryWindowFunction extends SlicedWindowFunction<Long, Map<Long, 
         }
         Arrays.sort(packed, Collections.reverseOrder());
         String[] top = Arrays.copyOf(packed, Math.min(topItems, packed.length));
-        return ChangelogRecord.of("category_window", category).field("category_id", category)
+        return record.start(category).field("category_id", category)
                 .field("window_start", start).field("window_end", end).counts(counts)
                 .field("top_items", top).row();
     }

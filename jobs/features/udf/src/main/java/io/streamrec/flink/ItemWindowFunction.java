@@ -10,7 +10,8 @@ import org.apache.flink.types.Row;
 final class ItemWindowFunction extends SlicedWindowFunction<Tuple2<Long, Long>, long[]> {
 
     ItemWindowFunction(Slicing slicing, boolean changedOnly) {
-        super(slicing, changedOnly, PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO);
+        super("item_window", slicing, changedOnly,
+                PrimitiveArrayTypeInfo.LONG_PRIMITIVE_ARRAY_TYPE_INFO);
     }
 
     @Override
@@ -32,7 +33,7 @@ final class ItemWindowFunction extends SlicedWindowFunction<Tuple2<Long, Long>, 
                 counts[i] += slice[i];
             }
         }
-        return ChangelogRecord.of("item_window", key.f0).field("item_id", key.f0)
+        return record.start(key.f0).field("item_id", key.f0)
                 .field("category_id", key.f1).field("window_start", start)
                 .field("window_end", end).counts(counts).row();
     }

@@ -4,6 +4,7 @@ import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
 import org.apache.flink.streaming.api.datastream.DataStream;
 import org.apache.flink.streaming.api.datastream.KeyedStream;
+import org.apache.flink.streaming.api.datastream.SingleOutputStreamOperator;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.table.api.Table;
 import org.apache.flink.table.api.bridge.java.StreamTableEnvironment;
@@ -59,7 +60,7 @@ public final class KeyedFeatures {
 
     /** A user's windows: the last {@code sequenceLength} events and the counts. */
     public Table userWindows(int sequenceLength) {
-        return view(byUser(), new UserWindowFunction(slicing, changedOnly, sequenceLength),
+        return windows(byUser(), new UserWindowFunction(slicing, changedOnly, sequenceLength),
                 "user windows");
     }
 
@@ -68,14 +69,14 @@ public final class KeyedFeatures {
         KeyedStream<Row, Tuple2<Long, Long>> byItem = events.keyBy(
                 row -> Tuple2.of(row.<Long>getFieldAs(ITEM), row.<Long>getFieldAs(CATEGORY)),
                 Types.TUPLE(Types.LONG, Types.LONG));
-        return view(byItem, new ItemWindowFunction(slicing, changedOnly), "item windows");
+        return windows(byItem, new ItemWindowFunction(slicing, changedOnly), "item windows");
     }
 
     /** A category's windows: the counts and the top {@code topItems} items, best first. */
     public Table categoryWindows(int topItems) {
         KeyedStream<Row, Long> byCategory =
                 events.keyBy(row -> row.<Long>getFieldAs(CATEGORY), Types.LONG);
-        return view(byCategory, new CategoryWindowFunction(slicing, changedOnly, topItems),
+        return windows(byCategory, new CategoryWindowFunction(slicing, changedOnly, topItems),
                 "category windows");
     }
 
@@ -89,10 +90,18 @@ public final class KeyedFeatures {
      */
     private <K> Table view(KeyedStream<Row, K> keyed, KeyedProcessFunction<K, Row, Row> function,
             String name) {
-        DataStream<Row> rows = keyed.process(function, ChangelogRecord.TYPE)
-                .uid("streamrec-" + name.replace(' ', '-'))
-                .name(name);
-        return tableEnv.fromDataStream(rows);
+        return table(keyed.process(function, ChangelogRecord.TYPE), name);
+    }
+
+    /** {@link #view} for a window function, whose operator also restores earlier layouts. */
+    private <K, S> Table windows(KeyedStream<Row, K> keyed, SlicedWindowFunction<K, S> function,
+            String name) {
+        return table(keyed.transform(name, ChangelogRecord.TYPE,
+                new SlicedWindowOperator<>(function)), name);
+    }
+
+    private Table table(SingleOutputStreamOperator<Row> rows, String name) {
+        return tableEnv.fromDataStream(rows.uid("streamrec-" + name.replace(' ', '-')).name(name));
     }
 
     static int behaviorIndex(String behavior) {

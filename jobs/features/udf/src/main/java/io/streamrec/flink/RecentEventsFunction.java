@@ -50,6 +50,7 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
     private final long stateTtlMs;
     private final long expiryGranuleMs;
     private transient ValueState<Tuple4<long[], byte[][], byte[][], Long>> arrivals;
+    private transient ChangelogRecord record;
 
     RecentEventsFunction(int sequenceLength, long stateTtlMs) {
         this.sequenceLength = sequenceLength;
@@ -69,6 +70,7 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
 
     @Override
     public void open(OpenContext context) {
+        record = new ChangelogRecord("user_recent");
         // Not the name of the earlier TTL-wrapped state: a checkpoint taken with it
         // restores the fresh view empty instead of failing on the changed serializer.
         arrivals = getRuntimeContext().getState(
@@ -91,16 +93,23 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
         System.arraycopy(times, times.length - keep, nextTimes, 0, keep);
         System.arraycopy(packed, packed.length - keep, nextPacked, 0, keep);
         nextTimes[keep] = event.<Long>getFieldAs(KeyedFeatures.TS);
-        nextPacked[keep] = event.<String>getFieldAs(KeyedFeatures.PACKED)
+        byte[] arrival = event.<String>getFieldAs(KeyedFeatures.PACKED)
                 .getBytes(StandardCharsets.UTF_8);
-        for (int i = 0; i < packed.length - keep; i++) {
-            sorted = removed(sorted, packed[i]);  // the oldest arrivals leave
+        nextPacked[keep] = arrival;
+        int leaving = packed.length - keep;  // one once the sequence is full
+        for (int i = 0; i < leaving - 1; i++) {
+            sorted = removed(sorted, packed[i]);  // only if the length was lowered
         }
-        sorted = inserted(sorted, nextPacked[keep]);
+        sorted = leaving > 0 ? replaced(sorted, packed[leaving - 1], arrival)
+                : inserted(sorted, arrival);
         arrivals.update(Tuple4.of(nextTimes, nextPacked, sorted, now));
         if (stateTtlMs > 0) {
-            context.timerService().registerProcessingTimeTimer(
-                    expiryTimer(now + stateTtlMs, expiryGranuleMs));
+            long timer = expiryTimer(now + stateTtlMs, expiryGranuleMs);
+            // The user's last arrival set this very timer, which has not fired (it is
+            // later than now): registering it again is a lookup in the timer set per event.
+            if (last == null || expiryTimer(last.f3 + stateTtlMs, expiryGranuleMs) != timer) {
+                context.timerService().registerProcessingTimeTimer(timer);
+            }
         }
 
         long latest = Long.MIN_VALUE;
@@ -108,14 +117,39 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
             latest = Math.max(latest, ts);
         }
         long user = context.getCurrentKey();
-        out.collect(ChangelogRecord.of("user_recent", user).field("user_id", user)
+        out.collect(record.start(user).field("user_id", user)
                 .field("latest_ts", latest).utf8Field("events", sorted).row());
+    }
+
+    /**
+     * Where {@code value} goes in {@code sorted} (ascending, unsigned bytes). Events mostly
+     * arrive in time order, and the packed value starts with the time: the last place is
+     * tried first.
+     */
+    private static int insertionPoint(byte[][] sorted, byte[] value) {
+        int n = sorted.length;
+        if (n == 0 || Arrays.compareUnsigned(sorted[n - 1], value) <= 0) {
+            return n;
+        }
+        int at = Arrays.binarySearch(sorted, 0, n - 1, value, Arrays::compareUnsigned);
+        return at >= 0 ? at : -at - 1;
+    }
+
+    /** Where one copy of {@code value} is in {@code sorted}: the oldest arrival, often first. */
+    private static int indexOf(byte[][] sorted, byte[] value) {
+        if (sorted.length > 0 && Arrays.equals(sorted[0], value)) {
+            return 0;
+        }
+        int at = Arrays.binarySearch(sorted, value, Arrays::compareUnsigned);
+        if (at < 0) {
+            throw new IllegalStateException("the sorted arrivals lost an event");
+        }
+        return at;
     }
 
     /** {@code sorted} (ascending, unsigned bytes) with {@code value} in its place. */
     static byte[][] inserted(byte[][] sorted, byte[] value) {
-        int at = Arrays.binarySearch(sorted, value, Arrays::compareUnsigned);
-        int insert = at >= 0 ? at : -at - 1;
+        int insert = insertionPoint(sorted, value);
         byte[][] next = new byte[sorted.length + 1][];
         System.arraycopy(sorted, 0, next, 0, insert);
         next[insert] = value;
@@ -125,13 +159,31 @@ final class RecentEventsFunction extends KeyedProcessFunction<Long, Row, Row> {
 
     /** {@code sorted} (ascending, unsigned bytes) without one copy of {@code value}. */
     static byte[][] removed(byte[][] sorted, byte[] value) {
-        int at = Arrays.binarySearch(sorted, value, Arrays::compareUnsigned);
-        if (at < 0) {
-            throw new IllegalStateException("the sorted arrivals lost an event");
-        }
+        int at = indexOf(sorted, value);
         byte[][] next = new byte[sorted.length - 1][];
         System.arraycopy(sorted, 0, next, 0, at);
         System.arraycopy(sorted, at + 1, next, at, sorted.length - at - 1);
+        return next;
+    }
+
+    /** {@code sorted} with one copy of {@code leaving} out and {@code arriving} in: one copy. */
+    static byte[][] replaced(byte[][] sorted, byte[] leaving, byte[] arriving) {
+        int out = indexOf(sorted, leaving);
+        int in = insertionPoint(sorted, arriving);  // in the array with leaving still there
+        byte[][] next = new byte[sorted.length][];
+        if (in > out) {
+            // [0, out) stay, (out, in) move down one, arriving lands just before in.
+            System.arraycopy(sorted, 0, next, 0, out);
+            System.arraycopy(sorted, out + 1, next, out, in - out - 1);
+            next[in - 1] = arriving;
+            System.arraycopy(sorted, in, next, in, sorted.length - in);
+        } else {
+            // [0, in) stay, arriving at in, [in, out) move up one, (out, end) stay.
+            System.arraycopy(sorted, 0, next, 0, in);
+            next[in] = arriving;
+            System.arraycopy(sorted, in, next, in + 1, out - in);
+            System.arraycopy(sorted, out + 1, next, out + 1, sorted.length - out - 1);
+        }
         return next;
     }
 

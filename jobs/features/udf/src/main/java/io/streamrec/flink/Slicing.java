@@ -55,21 +55,23 @@ final class Slicing implements Serializable {
      * slices (ends given: a slice enters the window ending at its end and leaves the one
      * ending at {@link #leavingEnd}) that holds any of them, or {@code Long.MIN_VALUE}.
      */
-    long newestChangeWithData(Iterable<Long> sliceEnds, long after, long closed) {
+    long newestChangeWithData(long[] sliceEnds, long after, long closed) {
         long newest = Long.MIN_VALUE;
         for (long slice : sliceEnds) {
-            for (long point : new long[] {slice, leavingEnd(slice)}) {
-                if (point > after && point <= closed && point > newest
-                        && holdsAny(point, sliceEnds)) {
-                    newest = point;
-                }
-            }
+            newest = newerWithData(slice, newest, sliceEnds, after, closed);
+            newest = newerWithData(leavingEnd(slice), newest, sliceEnds, after, closed);
         }
         return newest;
     }
 
+    private long newerWithData(long point, long newest, long[] sliceEnds, long after,
+            long closed) {
+        return point > after && point <= closed && point > newest && holdsAny(point, sliceEnds)
+                ? point : newest;
+    }
+
     /** The first change point of the slices after {@code closed}, or {@code Long.MAX_VALUE}. */
-    long nextChange(Iterable<Long> sliceEnds, long closed) {
+    long nextChange(long[] sliceEnds, long closed) {
         long next = Long.MAX_VALUE;
         for (long slice : sliceEnds) {
             if (slice > closed) {
@@ -81,7 +83,7 @@ final class Slicing implements Serializable {
         return next;
     }
 
-    private boolean holdsAny(long windowEnd, Iterable<Long> sliceEnds) {
+    private boolean holdsAny(long windowEnd, long[] sliceEnds) {
         for (long slice : sliceEnds) {
             if (holds(windowEnd, slice)) {
                 return true;

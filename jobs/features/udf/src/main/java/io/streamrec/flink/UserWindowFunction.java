@@ -20,7 +20,7 @@ final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[],
     private final int sequenceLength;
 
     UserWindowFunction(Slicing slicing, boolean changedOnly, int sequenceLength) {
-        super(slicing, changedOnly, SLICE);
+        super("user_window", slicing, changedOnly, SLICE);
         this.sequenceLength = sequenceLength;
     }
 
@@ -70,7 +70,7 @@ final class UserWindowFunction extends SlicedWindowFunction<Long, Tuple2<long[],
         }
         Arrays.sort(all);
         String[] last = Arrays.copyOfRange(all, Math.max(0, total - sequenceLength), total);
-        return ChangelogRecord.of("user_window", user).field("user_id", user)
+        return record.start(user).field("user_id", user)
                 .field("window_start", start).field("window_end", end).field("events", last)
                 .counts(counts).row();
     }

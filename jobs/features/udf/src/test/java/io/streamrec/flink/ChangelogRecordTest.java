@@ -38,4 +38,19 @@ class ChangelogRecordTest {
         // {"view":"v","e":[ then 100 quoted values and 99 commas, then ]}
         assertEquals(17 + 100 * 34 - 1 + 2, json.length(), json.substring(0, 40));
     }
+
+    @Test
+    void aReusedWriterStartsEachRecordAfresh() {
+        ChangelogRecord record = new ChangelogRecord("v");
+        String[] many = new String[100];
+        java.util.Arrays.fill(many, "0000001700000000:123456:7890:pv");
+        record.start(Long.MAX_VALUE).field("e", many).row();
+        Row row = record.start(-3).field("n", Long.MIN_VALUE).field("z", 0).row();
+        assertArrayEquals("v:-3".getBytes(StandardCharsets.UTF_8), (byte[]) row.getField(0));
+        assertEquals("{\"view\":\"v\",\"n\":-9223372036854775808,\"z\":0}",
+                new String((byte[]) row.getField(1), StandardCharsets.UTF_8));
+        Row big = record.start(Long.MAX_VALUE).field("n", 1234567890123L).row();
+        assertArrayEquals("v:9223372036854775807".getBytes(StandardCharsets.UTF_8),
+                (byte[]) big.getField(0));
+    }
 }

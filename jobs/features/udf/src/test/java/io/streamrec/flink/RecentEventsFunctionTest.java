@@ -100,4 +100,39 @@ class RecentEventsFunctionTest {
         assertEquals(11_000, RecentEventsFunction.expiryTimer(10_001, 1_000));
         assertEquals(10_000, RecentEventsFunction.expiryTimer(10_000, 1_000));
     }
+
+    @Test
+    void aUsersArrivalsWithinOneGranuleShareOneTimer() throws Exception {
+        var harness = harness(5);
+        harness.setProcessingTime(1);  // both arrivals' timers round up to TTL + granule
+        harness.processElement(new StreamRecord<>(event(7, 1, "a")));
+        harness.getProcessingTimeService().setCurrentTime(10);
+        harness.processElement(new StreamRecord<>(event(7, 2, "b")));
+        harness.processElement(new StreamRecord<>(event(8, 2, "x")));
+        assertEquals(2, harness.numProcessingTimeTimers(), "one per user");
+        long granule = RecentEventsFunction.expiryGranule(TTL);
+        harness.getProcessingTimeService().setCurrentTime(granule + 1);
+        harness.processElement(new StreamRecord<>(event(7, 3, "c")));
+        assertEquals(3, harness.numProcessingTimeTimers(), "the next granule's timer");
+    }
+
+    @Test
+    void aReplacementIsARemovalThenAnInsertion() {
+        java.util.Random random = new java.util.Random(17);
+        for (int trial = 0; trial < 20_000; trial++) {
+            int n = 1 + random.nextInt(8);
+            byte[][] sorted = new byte[n][];
+            for (int i = 0; i < n; i++) {
+                sorted[i] = new byte[] {(byte) random.nextInt(6), (byte) (random.nextInt(3) - 1)};
+            }
+            java.util.Arrays.sort(sorted, java.util.Arrays::compareUnsigned);
+            byte[] leaving = sorted[random.nextInt(n)].clone();
+            byte[] arriving = {(byte) random.nextInt(6), (byte) (random.nextInt(3) - 1)};
+            byte[][] expected = RecentEventsFunction.inserted(
+                    RecentEventsFunction.removed(sorted, leaving), arriving);
+            byte[][] replaced = RecentEventsFunction.replaced(sorted, leaving, arriving);
+            assertEquals(java.util.Arrays.deepToString(expected),
+                    java.util.Arrays.deepToString(replaced));
+        }
+    }
 }

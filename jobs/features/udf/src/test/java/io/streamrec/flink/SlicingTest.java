@@ -5,8 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.List;
-
 import org.junit.jupiter.api.Test;
 
 /**
@@ -49,7 +47,7 @@ class SlicingTest {
 
     @Test
     void theNewestChangeWithDataIsWhereASliceEntersOrLeaves() {
-        List<Long> slices = List.of(10 * MIN, 20 * MIN);
+        long[] slices = {10 * MIN, 20 * MIN};
         // Change points: 10 and 20 (entering), 40 and 50 (leaving). The window ending at
         // 50 holds neither slice (20 leaves it), so it has no data to write.
         assertEquals(20 * MIN, slicing.newestChangeWithData(slices, 0, 35 * MIN));
@@ -61,7 +59,7 @@ class SlicingTest {
 
     @Test
     void theNextChangeAfterAWatermarkIsTheNearestEntryOrExit() {
-        List<Long> slices = List.of(10 * MIN, 20 * MIN);
+        long[] slices = {10 * MIN, 20 * MIN};
         assertEquals(10 * MIN, slicing.nextChange(slices, 5 * MIN));
         assertEquals(20 * MIN, slicing.nextChange(slices, 10 * MIN));
         assertEquals(40 * MIN, slicing.nextChange(slices, 20 * MIN));
