@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration  # Maven, and JUnit from the Maven reposito
 JAVA_TESTS = {
     "SlicingTest": 6,
     "RecentEventsFunctionTest": 7,
-    "ChangelogRecordTest": 4,
+    "ChangelogRecordTest": 5,
     "BehaviorEventParserTest": 4,
     "SlicedWindowFunctionTest": 5,
 }

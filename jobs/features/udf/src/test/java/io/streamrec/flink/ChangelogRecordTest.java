@@ -53,4 +53,23 @@ class ChangelogRecordTest {
         assertArrayEquals("v:9223372036854775807".getBytes(StandardCharsets.UTF_8),
                 (byte[]) big.getField(0));
     }
+
+    @Test
+    void theWordAtATimeEscapeCheckAgreesWithTheByteLoop() {
+        java.util.Random random = new java.util.Random(5);
+        for (int trial = 0; trial < 200_000; trial++) {
+            byte[] bytes = new byte[random.nextInt(24)];
+            for (int i = 0; i < bytes.length; i++) {
+                // Mostly plain text, with every byte value somewhere.
+                bytes[i] = (byte) (random.nextInt(4) == 0 ? random.nextInt(256)
+                        : 'a' + random.nextInt(26));
+            }
+            boolean expected = false;
+            for (byte b : bytes) {
+                expected |= (b >= 0 && b < 0x20) || b == '"' || b == '\\';
+            }
+            assertEquals(expected, ChangelogRecord.needsEscape(bytes),
+                    java.util.Arrays.toString(bytes));
+        }
+    }
 }
