@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
-	bench-serving train worker bench-e2e bench-sla eval-online profile-features
+	bench-serving train worker bench-e2e bench-sla eval-online profile-features bench-features-ab
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -96,6 +96,9 @@ bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw con
 
 bench-features: $(STAMP) ## feature-job events/s (SQL vs Python DataStream) and freshness
 	$(PY) -m tests.benchmarks.features
+
+bench-features-ab: $(STAMP) ## the Java functions of two revisions side by side (REVS="before=HEAD~1 after=.")
+	$(PY) -m tests.benchmarks.features_ab $(REVS)
 
 profile-features: $(STAMP) ## where the feature job's CPU goes, per operator chain and JVM thread (PROFILE_ARGS: --help)
 	$(PY) -m tests.benchmarks.profile_features $(PROFILE_ARGS)
