@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongPredicate;
 
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapStateDescriptor;
@@ -214,7 +215,7 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
 
     /** Removes the slices whose end {@code gone} accepts (ends and slices stay in step). */
     private static <S> void dropSlices(Tuple3<long[], List<S>, Long> key,
-            java.util.function.LongPredicate gone) {
+            LongPredicate gone) {
         int kept = 0;
         for (int i = 0; i < key.f0.length; i++) {
             if (!gone.test(key.f0[i])) {

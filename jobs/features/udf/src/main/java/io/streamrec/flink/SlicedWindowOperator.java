@@ -29,11 +29,13 @@ final class SlicedWindowOperator<K, S> extends KeyedProcessOperator<K, Row, Row>
     private static final long serialVersionUID = 1L;
     static final String EARLIER_SETTLED = "settled-until";
 
-    private final SlicedWindowFunction<K, S> function;
-
     SlicedWindowOperator(SlicedWindowFunction<K, S> function) {
         super(function);
-        this.function = function;
+    }
+
+    @SuppressWarnings("unchecked")  // the constructor takes only a SlicedWindowFunction<K, S>
+    private SlicedWindowFunction<K, S> function() {
+        return (SlicedWindowFunction<K, S>) userFunction;
     }
 
     @Override
@@ -49,20 +51,20 @@ final class SlicedWindowOperator<K, S> extends KeyedProcessOperator<K, Row, Row>
         List<K> keys;
         // Collected first: a state's keys cannot be streamed while it is cleared.
         try (Stream<K> earlier = backend.getKeys(
-                function.earlierSlicesDescriptor().getName(), VoidNamespace.INSTANCE)) {
+                function().earlierSlicesDescriptor().getName(), VoidNamespace.INSTANCE)) {
             keys = earlier.collect(Collectors.toList());
         }
         if (keys.isEmpty()) {
             return;
         }
         MapState<Long, S> slices = backend.getPartitionedState(VoidNamespace.INSTANCE,
-                VoidNamespaceSerializer.INSTANCE, function.earlierSlicesDescriptor());
+                VoidNamespaceSerializer.INSTANCE, function().earlierSlicesDescriptor());
         ValueState<Long> settled = backend.getPartitionedState(VoidNamespace.INSTANCE,
                 VoidNamespaceSerializer.INSTANCE,
                 new ValueStateDescriptor<>(EARLIER_SETTLED, Types.LONG));
         ValueState<Tuple3<long[], List<S>, Long>> current =
                 backend.getPartitionedState(VoidNamespace.INSTANCE,
-                        VoidNamespaceSerializer.INSTANCE, function.keySlicesDescriptor());
+                        VoidNamespaceSerializer.INSTANCE, function().keySlicesDescriptor());
         Map<Long, S> bySliceEnd = new HashMap<>();
         for (K key : keys) {
             backend.setCurrentKey(key);
