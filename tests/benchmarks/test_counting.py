@@ -6,8 +6,9 @@ import math
 
 import pytest
 
+from schemas.records import BehaviorEvent
 from tests.benchmarks.e2e import VariantResult
-from tests.benchmarks.freshness import Freshness
+from tests.benchmarks.freshness import Freshness, Probe
 from tests.benchmarks.measured import Measured, tally
 
 MS = 1_000_000  # ns
@@ -53,3 +54,17 @@ def test_unreadable_clicks_are_failures_in_freshness() -> None:
     assert fresh.unreadable_rate == pytest.approx(0.03)
     assert fresh.p(50) == 40.0
     assert fresh.p(99) == math.inf  # leaving them out would give 40 ms
+
+
+def test_probe_times_each_sampled_click_once_and_keeps_the_rest_pending() -> None:
+    probe = Probe(client=None)  # type: ignore[arg-type]  # _check never reads the store
+    probe.expect(BehaviorEvent(7, 100, 1, "pv", 1_000), sent_at=10.0)
+    probe.expect(BehaviorEvent(7, 101, 1, "pv", 2_000), sent_at=11.0)
+    probe.expect(BehaviorEvent(8, 100, 1, "pv", 1_000), sent_at=10.0)
+    # User 7's row holds the first click (and one never sampled); user 8's is not read.
+    probe._check(7, [(100, 1_000), (555, 1_500)], seen_at=10.25)
+    assert probe.latencies_ms == [250.0]
+    assert probe.waiting == 2
+    probe._check(7, [(100, 1_000), (101, 2_000)], seen_at=11.5)
+    assert probe.latencies_ms == [250.0, 500.0]
+    assert list(probe.pending) == [8]
