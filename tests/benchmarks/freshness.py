@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import threading
 import time
 from collections.abc import Iterable
@@ -12,6 +13,7 @@ import redis
 
 from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.producer import KeyedProducer, user_key
+from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import event_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.online.redis_store import read_rows
@@ -19,6 +21,8 @@ from schemas.records import BehaviorEvent
 from tests.benchmarks.report import failure_percentile, failure_rate
 
 VIEW = "user_recent_clicks"
+FRESH_ROW_PREFIX = b"user_recent:"  # the fresh view's changelog keys
+WARM_UP_USER_FROM = 999_000_000  # the clicks that wait for the pipeline to be live
 WARM_UP_S = 5
 READABLE_WAIT_S = 30  # after the last send; a sampled click not readable by then is a failure
 # Pause between two polls of the store; a click's latency is known to within it (plus one
@@ -35,6 +39,8 @@ class Freshness:
 
     latencies_ms: list[float]
     unreadable: int
+    # Wall-clock ms when the measured sending began (the warm-up's events are older).
+    measured_from_ms: int = 0
 
     @property
     def samples(self) -> int:
@@ -122,7 +128,7 @@ def wait_until_live(producer: KeyedProducer, topic: str, probe: Probe, timeout_s
     """The job and writer start in seconds; send warm-up clicks until one is readable."""
     deadline = time.monotonic() + timeout_s
     for n in itertools.count(1):
-        probe.expect(send(producer, topic, BehaviorEvent(999_000_000 + n, 1, 1, "pv", 0)),
+        probe.expect(send(producer, topic, BehaviorEvent(WARM_UP_USER_FROM + n, 1, 1, "pv", 0)),
                      time.perf_counter())  # fmt: skip
         time.sleep(0.5)
         if probe.latencies_ms or time.monotonic() > deadline:
@@ -151,6 +157,7 @@ def measure_freshness(
     send_paced(producer, topic, probe, events[: rate * WARM_UP_S], rate, sample_every=0)
     with probe.lock:
         probe.latencies_ms.clear()
+    measured_from_ms = wall_clock_ms()
     send_paced(producer, topic, probe, events[rate * WARM_UP_S :], rate, sample_every)
     producer.flush()
     deadline = time.monotonic() + READABLE_WAIT_S
@@ -158,7 +165,7 @@ def measure_freshness(
         time.sleep(0.1)
     probe.stop.set()
     thread.join()
-    return Freshness(list(probe.latencies_ms), probe.waiting)
+    return Freshness(list(probe.latencies_ms), probe.waiting, measured_from_ms)
 
 
 # The sender wakes once per tick and sends the events due by then: at 5,000 events/s,
@@ -183,3 +190,27 @@ def send_paced(
                 probe.expect(sent, time.perf_counter())
         done = due
         time.sleep(SEND_TICK_S)
+
+
+# The split of freshness between the job and the writer: the job's share ends when its
+# producer stamps the fresh view's row (the changelog's CreateTime, the producer's wall
+# clock: the job's sinks set no record time); the rest is the broker, the writer and the
+# store. The warm-up's clicks and events are left out.
+def job_latency_ms(key: bytes | None, value: bytes | None, created_ms: int,
+                   measured_from_ms: int) -> float | None:  # fmt: skip
+    """Event sent -> the fresh view's row stamped by the job, for a measured event's row."""
+    if not value or not (key or b"").startswith(FRESH_ROW_PREFIX):
+        return None
+    row = json.loads(value)
+    sent_ms = int(row["latest_ts"])
+    if row["user_id"] >= WARM_UP_USER_FROM or sent_ms < measured_from_ms:
+        return None
+    return float(created_ms - sent_ms)
+
+
+def job_latencies_ms(kafka: KafkaSettings, changelog: str, measured_from_ms: int) -> list[float]:
+    """The job's share of every measured event (all of them, not only the probed)."""
+    end = high_watermarks(kafka, changelog)
+    found = (job_latency_ms(m.key(), m.value(), m.timestamp()[1], measured_from_ms)
+             for m in read_range(kafka, changelog, dict.fromkeys(end, 0), end))  # fmt: skip
+    return [latency for latency in found if latency is not None]

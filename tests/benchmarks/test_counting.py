@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 from schemas.records import BehaviorEvent
 from tests.benchmarks.e2e import VariantResult
-from tests.benchmarks.freshness import Freshness, Probe
+from tests.benchmarks.freshness import WARM_UP_USER_FROM, Freshness, Probe, job_latency_ms
 from tests.benchmarks.measured import Measured, tally
 
 MS = 1_000_000  # ns
@@ -68,3 +69,18 @@ def test_probe_times_each_sampled_click_once_and_keeps_the_rest_pending() -> Non
     probe._check(7, [(100, 1_000), (101, 2_000)], seen_at=11.5)
     assert probe.latencies_ms == [250.0, 500.0]
     assert list(probe.pending) == [8]
+
+
+def test_the_jobs_share_is_the_fresh_rows_stamp_minus_the_events_send_time() -> None:
+    def row(user: int, sent_ms: int) -> bytes:
+        return json.dumps({"view": "user_recent", "user_id": user, "latest_ts": sent_ms,
+                           "events": [f"{sent_ms}:1:1:pv"]}).encode()  # fmt: skip
+
+    key = b"user_recent:7"
+    assert job_latency_ms(key, row(7, 5_000), created_ms=5_040, measured_from_ms=5_000) == 40.0
+    # The warm-up's events, its probe clicks, other views and tombstones are not measured.
+    assert job_latency_ms(key, row(7, 4_999), created_ms=5_040, measured_from_ms=5_000) is None
+    warm_up_click = row(WARM_UP_USER_FROM + 1, 6_000)
+    assert job_latency_ms(key, warm_up_click, created_ms=6_010, measured_from_ms=5_000) is None
+    assert job_latency_ms(b"user_windows:7", row(7, 6_000), 6_010, 5_000) is None
+    assert job_latency_ms(key, None, created_ms=6_010, measured_from_ms=5_000) is None
