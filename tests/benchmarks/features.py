@@ -30,8 +30,9 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Message
@@ -109,6 +110,33 @@ PAIR: dict[str, tuple[str, list[str]]] = {
 DEPLOYED, OTHER = "keyed functions, changed windows (deployed)", "sql, every window"
 
 
+@dataclass(frozen=True)
+class BoundedRun:
+    """One job's run to the end of its source: events/s (whole, warm) and its output."""
+
+    rate: float
+    warm: float | None
+    values: list[bytes]
+
+
+def run_bounded(
+    kafka: KafkaSettings, module: str, source: str, out: str, events: int, jars: list[Path],
+    extra: Sequence[str] = (),
+) -> BoundedRun:  # fmt: skip
+    """``module`` (``jobs.features`` or a baseline) over ``source`` into a new topic ``out``."""
+    # Stamped by the broker on arrival: the DataStream sink would stamp event times.
+    ensure_topics(kafka, [TopicSpec(out, 1, {"message.timestamp.type": "LogAppendTime"})])
+    args = ["--source-topic", source, "--changelog-topic", out, "--bounded"]
+    if module == "jobs.features":
+        args += ["--dead-letter-topic", out + "-dlq", "--group-id", out]
+    for jar in jars:
+        args += ["--jar", str(jar)]
+    run_module(module, [*args, *extra], kafka)
+    messages = list(read_range(kafka, out, {}, high_watermarks(kafka, out)))
+    return BoundedRun(output_rate(messages, events), warm_rate(fresh_row_stamps(messages)),
+                      [m.value() for m in messages])  # fmt: skip
+
+
 def run_all(
     kafka: KafkaSettings, cache: Path, loops: int, runs: dict[str, tuple[str, list[str]]]
 ) -> tuple[dict[str, float], dict[str, float | None], dict[str, list[bytes]], int]:
@@ -123,20 +151,10 @@ def run_all(
     warm: dict[str, float | None] = {}
     outputs: dict[str, list[bytes]] = {}
     for label, (module, extra) in runs.items():
-        out = f"{source}-{len(rates)}"
-        # Stamped by the broker on arrival: the DataStream sink would stamp event times.
-        ensure_topics(kafka, [TopicSpec(out, 1, {"message.timestamp.type": "LogAppendTime"})])
-        common = ["--source-topic", source, "--changelog-topic", out, "--bounded"]
-        common += ["--jar", str(connector)]
-        if module == "jobs.features":
-            common += ["--dead-letter-topic", out + "-dlq", "--group-id", out]
-            common += ["--jar", str(functions)]
+        jars = [connector, functions] if module == "jobs.features" else [connector]
         print(f"running {label} over {events:,} events", file=sys.stderr)
-        run_module(module, [*common, *extra], kafka)
-        messages = list(read_range(kafka, out, {}, high_watermarks(kafka, out)))
-        rates[label] = output_rate(messages, events)
-        warm[label] = warm_rate(fresh_row_stamps(messages))
-        outputs[label] = [m.value() for m in messages]
+        run = run_bounded(kafka, module, source, f"{source}-{len(rates)}", events, jars, extra)
+        rates[label], warm[label], outputs[label] = run.rate, run.warm, run.values
     return rates, warm, outputs, events
 
 

@@ -26,10 +26,9 @@ from pathlib import Path
 from jobs.features.functions_jar import SOURCE_DIR, functions_jar
 from jobs.features.maven import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
-from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
-from tests.benchmarks.features import fresh_row_stamps, output_rate, run_module, warm_rate
+from tests.benchmarks.features import run_bounded
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 from tests.support.kafka_session import kafka_for_run
 
@@ -78,16 +77,9 @@ def run_once(
     kafka: KafkaSettings, source: str, events: int, jars: list[Path]
 ) -> tuple[float, float]:
     """One bounded run of the deployed job over ``source``: (events/s whole, events/s warm)."""
-    out = f"{source}-{uuid.uuid4().hex[:6]}"
-    # Stamped by the broker on arrival, as make bench-features counts.
-    ensure_topics(kafka, [TopicSpec(out, 1, {"message.timestamp.type": "LogAppendTime"})])
-    args = ["--source-topic", source, "--changelog-topic", out, "--bounded",
-            "--dead-letter-topic", out + "-dlq", "--group-id", out]  # fmt: skip
-    for jar in jars:
-        args += ["--jar", str(jar)]
-    run_module("jobs.features", args, kafka)
-    messages = list(read_range(kafka, out, {}, high_watermarks(kafka, out)))
-    return output_rate(messages, events), warm_rate(fresh_row_stamps(messages)) or 0.0
+    run = run_bounded(kafka, "jobs.features", source, f"{source}-{uuid.uuid4().hex[:6]}",
+                      events, jars)  # fmt: skip
+    return run.rate, run.warm or 0.0
 
 
 def side_by_side(
