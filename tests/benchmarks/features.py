@@ -43,7 +43,7 @@ from jobs.localstack.settings import StackSettings
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
-from tests.benchmarks.freshness import job_latencies_ms, measure_freshness
+from tests.benchmarks.freshness import FRESH_ROW_PREFIX, job_latencies_ms, measure_freshness
 from tests.benchmarks.report import (
     BenchmarkFailure,
     fail,
@@ -72,10 +72,6 @@ def output_rate(messages: list[Message], events: int) -> float:
     return events / ((max(stamps) - min(stamps)) / 1000)
 
 
-# The fresh view writes one row per valid event, so its rows count the events read.
-FRESH_ROW_KEY = b"user_recent:"
-
-
 def warm_rate(fresh_stamps_ms: list[int], skip: float = 0.25) -> float | None:
     """Events/s after the first ``skip`` of the fresh view's rows (None: too few to tell).
 
@@ -92,7 +88,7 @@ def warm_rate(fresh_stamps_ms: list[int], skip: float = 0.25) -> float | None:
 
 def fresh_row_stamps(messages: list[Message]) -> list[int]:
     """Broker append times (ms) of the fresh view's rows among the job's output."""
-    return [m.timestamp()[1] for m in messages if (m.key() or b"").startswith(FRESH_ROW_KEY)]
+    return [m.timestamp()[1] for m in messages if (m.key() or b"").startswith(FRESH_ROW_PREFIX)]
 
 
 # label -> (module, extra flags). The first is the job as deployed; the user-window pair
