@@ -3,14 +3,14 @@
 Flink SQL's HOP windows fire every window of every key and merge its slices
 again each time: on the Taobao stream that was half of the job's CPU, and it wrote
 six rows per key and event where the online store keeps one. The window functions
-keep the same slices in keyed state, fire from event-time timers, and in the
-``changed`` mode write a key's window only where events enter or leave it, and of those
-one watermark advance passes only the newest (``SlicedWindowFunction`` states the
-guarantee). The fresh view's SQL OVER window became a keyed function too
-(``RecentEventsFunction``), and every view writes its changelog records as bytes
-(``ChangelogRecord``). SQL has no place for
-such operators, so the valid events pass through the DataStream API for them,
-staying in the JVM, as the watermark floor does.
+keep the same slices in keyed state, fire keys from an index of due window ends
+(not a timer per key), and in the ``changed`` mode write a key's window only where
+events enter or leave it, and of those one watermark advance passes only the newest
+(``SlicedWindowFunction`` states the guarantee). The fresh view's SQL OVER window
+became a keyed function too (``RecentEventsFunction``), and every view writes its
+changelog records as bytes (``ChangelogRecord``). SQL has no place for such
+operators, so the valid events pass through the DataStream API for them, staying
+in the JVM, as the watermark floor does.
 """
 
 from __future__ import annotations

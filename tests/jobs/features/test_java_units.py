@@ -19,7 +19,8 @@ JAVA_TESTS = {
     "RecentEventsFunctionTest": 7,
     "ChangelogRecordTest": 5,
     "BehaviorEventParserTest": 4,
-    "SlicedWindowFunctionTest": 5,
+    "SlicedWindowFunctionTest": 8,
+    "DueWindowsTest": 2,
 }
 
 

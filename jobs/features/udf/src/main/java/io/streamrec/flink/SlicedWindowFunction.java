@@ -1,21 +1,19 @@
 package io.streamrec.flink;
 
+import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.LongPredicate;
 
-import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.state.MapStateDescriptor;
-import org.apache.flink.api.common.state.ValueState;
 import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.TypeInformation;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple3;
-import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.types.Row;
-import org.apache.flink.util.Collector;
 
 /**
  * Event-time sliding windows per key, kept as slices: each event is added to one
@@ -42,19 +40,23 @@ import org.apache.flink.util.Collector;
  * events, with the bounds of the newest change point's window at or before it;
  * every row written is a row the every-window mode writes too.
  *
- * <p>A key's slices, in order of their ends, and how far its windows are settled live in
- * one keyed value, read and written once per event and once per firing (a map state of
- * slices and a value of the settled end took a state lookup per slice and firing:
- * about a quarter of the window operators' time). The firings are event-time timers,
- * so a checkpoint holds both. Events behind the watermark never reach this function (the
- * job sends them to the dead-letter topic first).
+ * <p>A key's slices, in order of their ends, and the newest window end a firing passed
+ * live in one keyed value ({@link #keySlicesDescriptor}; a map state of slices and a value of the
+ * settled end took a state lookup per slice and firing: about a quarter of the window
+ * operators' time). The key's next window to fire follows from that value alone
+ * ({@link #due}), so a checkpoint of it is all a restore needs; {@link SlicedWindowOperator}
+ * fires keys from an index of due ends. Events behind the watermark never reach this
+ * function (the job sends them to the dead-letter topic first).
  *
  * @param <K> the key
  * @param <S> a slice's accumulator
  */
-abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, Row> {
+abstract class SlicedWindowFunction<K, S> implements Serializable {
+    private static final long serialVersionUID = 1L;
     /** Before any firing: nothing of the key is settled. */
-    private static final long NOTHING_SETTLED = Long.MIN_VALUE;
+    static final long NOTHING_SETTLED = Long.MIN_VALUE;
+    /** No window is due: the key holds no slice. */
+    static final long NONE_DUE = Long.MAX_VALUE;
 
     final Slicing slicing;
     final boolean changedOnly;
@@ -62,11 +64,6 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
     private final String view;
     /** The writer of this view's rows, reused for each (see {@link ChangelogRecord}). */
     transient ChangelogRecord record;
-    /**
-     * The key's slice ends (ascending), its slices in that order, and in the changed mode
-     * the newest window end a firing already settled; cleared when no slice is left.
-     */
-    private transient ValueState<Tuple3<long[], List<S>, Long>> keySlices;
 
     SlicedWindowFunction(String view, Slicing slicing, boolean changedOnly,
             TypeInformation<S> sliceType) {
@@ -85,15 +82,15 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
     /** The row of the window ending at {@code end}, merged from its slices, by {@link #record}. */
     abstract Row window(K key, long start, long end, List<S> slices);
 
-    @Override
-    public void open(OpenContext context) throws Exception {
+    void open() {
         record = new ChangelogRecord(view);
-        // A checkpoint of the earlier layout is moved into this one on restore
-        // (SlicedWindowOperator).
-        keySlices = getRuntimeContext().getState(keySlicesDescriptor());
     }
 
-    /** The state of a key's slices (see {@link #keySlices}). */
+    /**
+     * The state of a key's slices: their ends (ascending), the slices in that order, and
+     * the newest window end a firing passed ({@link #NOTHING_SETTLED} before the first).
+     * Cleared when no slice is left.
+     */
     ValueStateDescriptor<Tuple3<long[], List<S>, Long>> keySlicesDescriptor() {
         return new ValueStateDescriptor<>("key-slices",
                 Types.TUPLE(Types.PRIMITIVE_ARRAY(Types.LONG), Types.LIST(sliceType), Types.LONG));
@@ -119,15 +116,20 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
         return Tuple3.of(ends, slices, settled == null ? NOTHING_SETTLED : settled);
     }
 
-    @Override
-    public void processElement(Row event, Context context, Collector<Row> out) throws Exception {
+    /** A key with no slice yet. */
+    Tuple3<long[], List<S>, Long> emptyKey() {
+        return Tuple3.of(new long[0], new ArrayList<>(2), NOTHING_SETTLED);
+    }
+
+    /**
+     * Adds {@code event} to its slice of {@code key}; returns whether the slice is new
+     * (only then can the key's due window move earlier).
+     */
+    boolean add(Tuple3<long[], List<S>, Long> key, Row event) {
         long sliceEnd = slicing.sliceEnd(event.<Long>getFieldAs(KeyedFeatures.TS));
-        Tuple3<long[], List<S>, Long> key = keySlices.value();
-        if (key == null) {
-            key = Tuple3.of(new long[0], new ArrayList<>(2), NOTHING_SETTLED);
-        }
         int at = Arrays.binarySearch(key.f0, sliceEnd);
-        if (at < 0) {
+        boolean fresh = at < 0;
+        if (fresh) {
             at = -at - 1;
             long[] ends = new long[key.f0.length + 1];
             System.arraycopy(key.f0, 0, ends, 0, at);
@@ -135,71 +137,62 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
             System.arraycopy(key.f0, at, ends, at + 1, key.f0.length - at);
             key.f0 = ends;
             key.f1.add(at, emptySlice());
-            // The first window that holds the slice; each firing sets the next one.
-            context.timerService().registerEventTimeTimer(sliceEnd - 1);
         }
         key.f1.set(at, add(key.f1.get(at), event));
-        keySlices.update(key);
-    }
-
-    @Override
-    public void onTimer(long timestamp, OnTimerContext context, Collector<Row> out)
-            throws Exception {
-        Tuple3<long[], List<S>, Long> key = keySlices.value();
-        if (key == null) {
-            return;  // no slice left: a firing before this one emptied the key
-        }
-        if (changedOnly) {
-            fireChanged(key, context, out);
-        } else {
-            fireEvery(key, timestamp + 1, context, out);
-        }
+        return fresh;
     }
 
     /**
-     * Fires the window ending at {@code end}, then sets the timer of the next window
-     * that holds a slice (one pending timer per key and slice run, not one per window).
+     * The end of the key's next window to fire, or {@link #NONE_DUE}: in the changed mode
+     * its next change point after the settled end, in the every-window mode the next
+     * window after the last fired one that holds a slice (the first is its oldest slice's).
      */
-    private void fireEvery(Tuple3<long[], List<S>, Long> key, long end, OnTimerContext context,
-            Collector<Row> out) throws Exception {
-        emit(context, out, end, held(key, end));
-        dropSlices(key, sliceEnd -> slicing.spent(sliceEnd, end));
+    long due(Tuple3<long[], List<S>, Long> key) {
         if (key.f0.length == 0) {
-            keySlices.clear();
-            return;
+            return NONE_DUE;
         }
-        keySlices.update(key);
-        if (key.f0[0] <= end + slicing.slideMs) {
-            context.timerService().registerEventTimeTimer(end + slicing.slideMs - 1);
+        if (changedOnly) {
+            return slicing.nextChange(key.f0, key.f2);
         }
+        long oldest = key.f0[0];
+        return key.f2 == NOTHING_SETTLED ? oldest : Math.max(key.f2 + slicing.slideMs, oldest);
+    }
+
+    /**
+     * Fires the key's window due at {@code end} (closed by {@code watermark}) into {@code out},
+     * drops the slices no later window needs, and returns the key's next due end
+     * ({@link #NONE_DUE}: no slice is left, the state can go).
+     */
+    long fire(K k, Tuple3<long[], List<S>, Long> key, long end, long watermark,
+            Consumer<Row> out) {
+        if (changedOnly) {
+            fireChanged(k, key, watermark, out);
+        } else {
+            emit(k, end, held(key, end), out);
+            dropSlices(key, sliceEnd -> slicing.spent(sliceEnd, end));
+            key.f2 = end;
+        }
+        return due(key);
     }
 
     /**
      * Settles every change point up to the newest window the watermark closed: writes
-     * the newest of them whose window holds events, drops the slices whose last change
-     * point has passed, and sets the timer of the next change point. A slice stays until
-     * its leaving point is settled, so every change point after the settled one can be
-     * told from the state.
+     * the newest of them whose window holds events and drops the slices whose last change
+     * point has passed. A slice stays until its leaving point is settled, so every change
+     * point after the settled one can be told from the state.
      */
-    private void fireChanged(Tuple3<long[], List<S>, Long> key, OnTimerContext context,
-            Collector<Row> out) throws Exception {
-        long closed = slicing.newestClosedEnd(context.timerService().currentWatermark());
+    private void fireChanged(K k, Tuple3<long[], List<S>, Long> key, long watermark,
+            Consumer<Row> out) {
+        long closed = slicing.newestClosedEnd(watermark);
         if (closed <= key.f2) {
-            return;  // an earlier firing of this advance settled it
+            return;  // nothing new is settled (never so for a key fired when due)
         }
         long end = slicing.newestChangeWithData(key.f0, key.f2, closed);
         if (end != Long.MIN_VALUE) {
-            emit(context, out, end, held(key, end));
+            emit(k, end, held(key, end), out);
         }
-        long next = slicing.nextChange(key.f0, closed);
         dropSlices(key, sliceEnd -> slicing.leavingEnd(sliceEnd) <= closed);
-        if (next == Long.MAX_VALUE) {
-            keySlices.clear();  // no slice is left: none has a change point to come
-        } else {
-            key.f2 = closed;
-            keySlices.update(key);
-            context.timerService().registerEventTimeTimer(next - 1);
-        }
+        key.f2 = closed;
     }
 
     /** The slices of the window ending at {@code end}. */
@@ -230,9 +223,9 @@ abstract class SlicedWindowFunction<K, S> extends KeyedProcessFunction<K, Row, R
         }
     }
 
-    private void emit(OnTimerContext context, Collector<Row> out, long end, List<S> held) {
+    private void emit(K k, long end, List<S> held, Consumer<Row> out) {
         if (!held.isEmpty()) {
-            out.collect(window(context.getCurrentKey(), end - slicing.windowMs, end, held));
+            out.accept(window(k, end - slicing.windowMs, end, held));
         }
     }
 }

@@ -16,9 +16,12 @@ import org.apache.flink.api.common.state.ValueStateDescriptor;
 import org.apache.flink.api.common.typeinfo.PrimitiveArrayTypeInfo;
 import org.apache.flink.api.common.typeinfo.Types;
 import org.apache.flink.api.java.tuple.Tuple2;
+import org.apache.flink.api.java.tuple.Tuple3;
 import org.apache.flink.runtime.checkpoint.OperatorSubtaskState;
 import org.apache.flink.streaming.api.functions.KeyedProcessFunction;
 import org.apache.flink.streaming.api.operators.KeyedProcessOperator;
+import org.apache.flink.streaming.api.operators.OneInputStreamOperator;
+import org.apache.flink.streaming.api.watermark.Watermark;
 import org.apache.flink.streaming.runtime.streamrecord.StreamRecord;
 import org.apache.flink.streaming.util.KeyedOneInputStreamOperatorTestHarness;
 import org.apache.flink.types.Row;
@@ -42,7 +45,7 @@ class SlicedWindowFunctionTest {
     }
 
     private static KeyedOneInputStreamOperatorTestHarness<Tuple2<Long, Long>, Row, Row> harness(
-            KeyedProcessOperator<Tuple2<Long, Long>, Row, Row> operator,
+            OneInputStreamOperator<Row, Row> operator,
             OperatorSubtaskState restored) throws Exception {
         var harness = new KeyedOneInputStreamOperatorTestHarness<>(operator,
                 row -> Tuple2.of(row.<Long>getFieldAs(KeyedFeatures.ITEM),
@@ -108,6 +111,30 @@ class SlicedWindowFunctionTest {
         run(harness, 45);
         assertEquals(List.of("40=1"), windows(harness));
         assertEquals(1, harness.numKeyedStateEntries(), "the slice ending at 20 leaves at 50");
+    }
+
+    @Test
+    void aKeyWhoseDueWindowMovedFiresOnceAtTheNewEnd() throws Exception {
+        // The slice ending at 20 comes first (due 20), then the one ending at 10 (due 10):
+        // the jump to 45 settles both, and the entry left at 20 must not fire again.
+        var harness = harness(true, null);
+        harness.processElement(new StreamRecord<>(event(15), 15));
+        harness.processElement(new StreamRecord<>(event(5), 5));
+        run(harness, 45, 49, 59);
+        assertEquals(List.of("40=1"), windows(harness));
+        assertEquals(0, harness.numKeyedStateEntries(), "the key's state is freed");
+    }
+
+    @Test
+    void aWatermarkForwardedComesAfterTheWindowsItClosed() throws Exception {
+        var harness = harness(false, null);
+        harness.processElement(new StreamRecord<>(event(5), 5));
+        run(harness, 19);
+        List<Object> output = new ArrayList<>(harness.getOutput());
+        assertEquals(3, output.size());
+        assertEquals(new Watermark(19), output.get(2), "the rows of 10 and 20, then the mark");
+        assertEquals(19L, ((StreamRecord<?>) output.get(1)).getTimestamp(),
+                "a row carries its window's last instant, as its timer did");
     }
 
     @Test
@@ -182,6 +209,65 @@ class SlicedWindowFunctionTest {
             run(restored, 9, 19, 29, 39, 49, 59);
             assertEquals(settled == null ? List.of("10=1", "20=2", "40=1")
                     : List.of("20=2", "40=1"), windows(restored), "settled at " + settled);
+            assertEquals(0, restored.numKeyedStateEntries());
+        }
+    }
+    /**
+     * The item windows' state as the operator wrote it while it fired from event-time
+     * timers: the one value, settled up to {@code settled}, and the given pending timers.
+     */
+    private static final class TimerLayout
+            extends KeyedProcessFunction<Tuple2<Long, Long>, Row, Row> {
+        private final long settled;
+        private final long[] timers;
+        private transient ValueState<Tuple3<long[], List<long[]>, Long>> keySlices;
+
+        TimerLayout(long settled, long... timers) {
+            this.settled = settled;
+            this.timers = timers;
+        }
+
+        @Override
+        public void open(OpenContext context) {
+            keySlices = getRuntimeContext().getState(
+                    new ItemWindowFunction(SLICING, false).keySlicesDescriptor());
+        }
+
+        @Override
+        public void processElement(Row event, Context context, Collector<Row> out)
+                throws Exception {
+            ItemWindowFunction function = new ItemWindowFunction(SLICING, false);
+            Tuple3<long[], List<long[]>, Long> key = keySlices.value();
+            if (key == null) {
+                key = function.emptyKey();
+                key.f2 = settled;
+                for (long timer : timers) {
+                    context.timerService().registerEventTimeTimer(timer);
+                }
+            }
+            function.add(key, event);
+            keySlices.update(key);
+        }
+    }
+
+    @Test
+    void aCheckpointWithTimersRestoresWithoutFiringAgain() throws Exception {
+        // Window 10 fired before the checkpoint: the every-window operator's pending timer
+        // (19) was the only record of it; the changed one had settled up to 10.
+        for (boolean changedOnly : new boolean[] {false, true}) {
+            long settled = changedOnly ? 10 : SlicedWindowFunction.NOTHING_SETTLED;
+            var earlier = harness(new KeyedProcessOperator<>(new TimerLayout(settled, 19, 29)),
+                    null);
+            earlier.processElement(new StreamRecord<>(event(5), 5));
+            earlier.processElement(new StreamRecord<>(event(15), 15));
+            OperatorSubtaskState snapshot = earlier.snapshot(1, 1);
+            earlier.close();
+
+            var restored = harness(changedOnly, snapshot);
+            assertEquals(0, restored.numEventTimeTimers(), "the timers moved into the index");
+            run(restored, 19, 29, 39, 49, 59);
+            assertEquals(changedOnly ? List.of("20=2", "40=1") : List.of("20=2", "30=2", "40=1"),
+                    windows(restored), changedOnly ? "changed" : "every");
             assertEquals(0, restored.numKeyedStateEntries());
         }
     }
