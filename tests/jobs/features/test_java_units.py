@@ -19,7 +19,7 @@ JAVA_TESTS = {
     "RecentEventsFunctionTest": 7,
     "ChangelogRecordTest": 5,
     "BehaviorEventParserTest": 4,
-    "SlicedWindowFunctionTest": 8,
+    "SlicedWindowFunctionTest": 9,
     "DueWindowsTest": 2,
 }
 

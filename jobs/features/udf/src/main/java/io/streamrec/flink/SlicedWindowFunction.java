@@ -57,6 +57,8 @@ abstract class SlicedWindowFunction<K, S> implements Serializable {
     static final long NOTHING_SETTLED = Long.MIN_VALUE;
     /** No window is due: the key holds no slice. */
     static final long NONE_DUE = Long.MAX_VALUE;
+    /** An event left the key's due end where it was. */
+    static final long DUE_UNMOVED = Long.MIN_VALUE;
 
     final Slicing slicing;
     final boolean changedOnly;
@@ -122,24 +124,26 @@ abstract class SlicedWindowFunction<K, S> implements Serializable {
     }
 
     /**
-     * Adds {@code event} to its slice of {@code key}; returns whether the slice is new
-     * (only then can the key's due window move earlier).
+     * Adds {@code event} to its slice of {@code key}; returns the key's due end if that
+     * moved ({@link #due}; only a new slice can move it), else {@link #DUE_UNMOVED}.
      */
-    boolean add(Tuple3<long[], List<S>, Long> key, Row event) {
+    long add(Tuple3<long[], List<S>, Long> key, Row event) {
         long sliceEnd = slicing.sliceEnd(event.<Long>getFieldAs(KeyedFeatures.TS));
         int at = Arrays.binarySearch(key.f0, sliceEnd);
-        boolean fresh = at < 0;
-        if (fresh) {
-            at = -at - 1;
-            long[] ends = new long[key.f0.length + 1];
-            System.arraycopy(key.f0, 0, ends, 0, at);
-            ends[at] = sliceEnd;
-            System.arraycopy(key.f0, at, ends, at + 1, key.f0.length - at);
-            key.f0 = ends;
-            key.f1.add(at, emptySlice());
+        if (at >= 0) {
+            key.f1.set(at, add(key.f1.get(at), event));
+            return DUE_UNMOVED;
         }
-        key.f1.set(at, add(key.f1.get(at), event));
-        return fresh;
+        long before = due(key);
+        at = -at - 1;
+        long[] ends = new long[key.f0.length + 1];
+        System.arraycopy(key.f0, 0, ends, 0, at);
+        ends[at] = sliceEnd;
+        System.arraycopy(key.f0, at, ends, at + 1, key.f0.length - at);
+        key.f0 = ends;
+        key.f1.add(at, add(emptySlice(), event));
+        long after = due(key);
+        return after == before ? DUE_UNMOVED : after;
     }
 
     /**

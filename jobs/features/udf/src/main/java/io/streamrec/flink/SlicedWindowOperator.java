@@ -96,8 +96,10 @@ final class SlicedWindowOperator<K, S> extends AbstractStreamOperator<Row>
         if (slices == null) {
             slices = function.emptyKey();
         }
-        if (function.add(slices, element.getValue())) {
-            due.add(currentKey(), function.due(slices));
+        long moved = function.add(slices, element.getValue());
+        if (moved != SlicedWindowFunction.DUE_UNMOVED) {
+            // Most events join a slice, or one after the key's due end: no index write.
+            due.add(currentKey(), moved);
         }
         keySlices.update(slices);
     }

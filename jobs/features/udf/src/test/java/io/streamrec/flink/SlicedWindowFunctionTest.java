@@ -126,6 +126,21 @@ class SlicedWindowFunctionTest {
     }
 
     @Test
+    void aSliceOlderThanTheDueOneMovesTheKeysNextWindow() throws Exception {
+        // After the windows of the slice ending at 10 fired, the key waits for its slice
+        // ending at 50; an event at 35 opens the one ending at 40, due first.
+        var harness = harness(false, null);
+        harness.processElement(new StreamRecord<>(event(5), 5));
+        harness.processElement(new StreamRecord<>(event(45), 45));
+        run(harness, 29);
+        harness.processElement(new StreamRecord<>(event(35), 35));
+        run(harness, 39, 49, 59, 69, 79);
+        assertEquals(List.of("10=1", "20=1", "30=1", "40=1", "50=2", "60=2", "70=1"),
+                windows(harness));
+        assertEquals(0, harness.numKeyedStateEntries(), "the key's state is freed");
+    }
+
+    @Test
     void aWatermarkForwardedComesAfterTheWindowsItClosed() throws Exception {
         var harness = harness(false, null);
         harness.processElement(new StreamRecord<>(event(5), 5));
