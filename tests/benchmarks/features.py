@@ -38,6 +38,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 
 from confluent_kafka import Message
 
@@ -135,13 +136,6 @@ def run_bounded(
     messages = list(read_range(kafka, out, {}, high_watermarks(kafka, out)))
     return BoundedRun(output_rate(messages, events), warm_rate(fresh_row_stamps(messages)),
                       [m.value() for m in messages])  # fmt: skip
-
-
-def median(values: Sequence[float]) -> float:
-    """The middle value (the mean of the middle two for an even count)."""
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def run_order(labels: Sequence[str], repeats: dict[str, int]) -> list[str]:

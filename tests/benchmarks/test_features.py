@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from statistics import median
+
 import pytest
 
-from tests.benchmarks.features import Runs, median, run_order, warm_rate
+from tests.benchmarks.features import Runs, run_order, warm_rate
 
 
 def test_the_warm_rate_counts_the_events_after_the_first_quarter() -> None:

@@ -187,10 +187,8 @@ abstract class SlicedWindowFunction<K, S> implements Serializable {
      */
     private void fireChanged(K k, Tuple3<long[], List<S>, Long> key, long watermark,
             Consumer<Row> out) {
+        // Past the settled end: the key was due at a change point after it (see due).
         long closed = slicing.newestClosedEnd(watermark);
-        if (closed <= key.f2) {
-            return;  // nothing new is settled (never so for a key fired when due)
-        }
         long end = slicing.newestChangeWithData(key.f0, key.f2, closed);
         if (end != Long.MIN_VALUE) {
             emit(k, end, held(key, end), out);
