@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from inference.worker.errors import WorkerError
 from inference.worker.stuck import CallClock
 from schemas.codec import RecordCodec, recommendation_codec, wall_clock_ms
-from schemas.consumer import CONSUMER_DEFAULTS
+from schemas.consumer import CONSUMER_DEFAULTS, topic_partitions
 from schemas.deadletter import DeadLetterPublisher
 from schemas.errors import InvalidRecord
 from schemas.kafka import DEAD_LETTER_MAX_BYTES, ConsumerErrors, KafkaSettings
@@ -208,10 +208,6 @@ class RequestStream:
         """Store the last offsets; closing commits them and leaves the group."""
         self._store_handed_offsets()
         self.consumer.close()
-
-
-def topic_partitions(offsets: dict[tuple[str, int], int]) -> list[TopicPartition]:
-    return [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
 
 
 def _log_assign(_consumer: Any, partitions: list[TopicPartition]) -> None:

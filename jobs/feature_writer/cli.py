@@ -57,6 +57,7 @@ def build_loop(settings: WriterSettings, stop: threading.Event | None = None) ->
         batch_timeout_s=settings.batch_timeout_s,
         stop=stop,
         covisit=settings.covisit,
+        overlap=settings.overlap_writes,
     )
 
 

@@ -46,6 +46,13 @@ class WriterSettings(Settings):
         flag="--batch-timeout",
         help="seconds to fill a batch",
     )
+    # jobs/feature_writer/loop.py: one batch's Redis pipeline in flight while the next
+    # is polled and converted; offsets are still committed only after Redis's ack.
+    overlap_writes: bool = setting(
+        True,
+        env="STREAMREC_FEATURE_WRITER_OVERLAP_WRITES",
+        help="convert the next batch while Redis writes this one (false: one at a time)",
+    )
     horizon_ms: int = setting(
         HORIZON_MS, env="STREAMREC_FEATURE_WRITER_HORIZON_MS", help="recent-clicks horizon"
     )

@@ -108,3 +108,35 @@ def test_committed_offsets_survive_a_restart(
         second.close()
     assert sorted(r.item_id for r in seen) == list(range(1, 21))
     assert sorted(r.item_id for r in rest) == list(range(21, 26))
+
+
+def test_a_committed_snapshot_leaves_what_was_polled_after_it(
+    kafka: KafkaSettings, topic_factory: TopicFactory
+) -> None:
+    topic = topic_factory(partitions=1)
+    ensure_topics(kafka, [dead_letter_spec(dead_letter_topic(topic))])
+    group = f"g-{uuid.uuid4().hex}"
+    producer = Producer(kafka.client_config())
+    for n in range(1, 5):
+        producer.produce(topic, good(n))
+    producer.produce(topic, BAD_INPUTS["malformed"])  # offset 4: the snapshot's last record
+    for n in range(6, 11):
+        producer.produce(topic, good(n))
+    producer.flush(10)
+    first = RecordConsumer(kafka, [topic], group, event_codec())
+    polled: list[int] = []
+    while len(polled) < 4:
+        polled += [record.item_id for _, record in first.poll_batch(5 - len(polled), 1.0)]
+    snapshot = first.consumed_offsets()
+    assert snapshot == {(topic, 0): 5}
+    later = drain(first, 5)  # polled, and committed by drain's commit() ...
+    assert [record.item_id for record in later] == [6, 7, 8, 9, 10]
+    first.commit(snapshot)  # ... then the snapshot committed over it
+    first.close()
+    second = RecordConsumer(kafka, [topic], group, event_codec())
+    try:
+        again = drain(second, 5)
+    finally:
+        second.close()
+    assert [record.item_id for record in again] == [6, 7, 8, 9, 10]
+    assert second.dead_letters.counts == {}  # the bad record is behind the snapshot

@@ -47,11 +47,15 @@ class MemoryStream:
         self.message = message  # what each record was consumed as (None: no timestamp)
         self.stop = stop
         self.polled_while_scoring: list[bool] = []
+        self.overlapped = threading.Event()  # set by the first poll while a batch scores
         self.closed = False
         self._offset = 0
 
     def poll(self, _max: int, _window_s: float, keep_gathering: Callable[[], bool]) -> Polled:
-        self.polled_while_scoring.append(keep_gathering())
+        gathering = keep_gathering()
+        self.polled_while_scoring.append(gathering)
+        if gathering:
+            self.overlapped.set()
         if not self.batches:
             self.stop.set()
             return Polled()
@@ -162,13 +166,28 @@ def test_batches_are_delivered_in_order_each_request_once(
     assert sink.closed and stream.closed
 
 
+class OverlapWaitingScorer(SlowScorer):
+    """Scores once the stream was polled while a batch scored (or after 10 s): no
+    fixed pause for a loaded box to outlast."""
+
+    def __init__(self, overlapped: threading.Event) -> None:
+        self.overlapped = overlapped
+
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        await asyncio.to_thread(self.overlapped.wait, 10.0)
+        return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:1"
+
+
 def test_the_next_batch_is_polled_while_the_current_one_is_scored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
     worker, stop = memory_worker([requests("a", 3), requests("b", 3)], exactly_once=False)
-    asyncio.run(worker.run(stop))
     assert isinstance(worker.stream, MemoryStream)
+    overlapped = worker.stream.overlapped
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _s: OverlapWaitingScorer(overlapped))
+    asyncio.run(worker.run(stop))
     assert any(worker.stream.polled_while_scoring)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -29,16 +30,30 @@ class FakeDeadLetters:
 
 
 class FakeConsumer:
+    """Batches of one partition; ``committed`` holds each commit's next offset there."""
+
     def __init__(self, batches: list[list[tuple[Any, Any]]]) -> None:
         self.batches = batches
-        self.commits = 0
+        self.polls = 0
+        self.consumed = 0
+        self.committed: list[int] = []
         self.dead_letters = FakeDeadLetters()
 
-    def poll_batch(self, max_records: int = 500, timeout_s: float = 0.5) -> list[tuple[Any, Any]]:
-        return self.batches.pop(0) if self.batches else []
+    @property
+    def commits(self) -> int:
+        return len(self.committed)
 
-    def commit(self) -> None:
-        self.commits += 1
+    def poll_batch(self, max_records: int = 500, timeout_s: float = 0.5) -> list[tuple[Any, Any]]:
+        self.polls += 1
+        batch = self.batches.pop(0) if self.batches else []
+        self.consumed += len(batch)
+        return batch
+
+    def consumed_offsets(self) -> dict[tuple[str, int], int]:
+        return {("changelog", 0): self.consumed} if self.consumed else {}
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        self.committed.append(offsets[("changelog", 0)])
 
     def close(self) -> None:
         pass
@@ -69,6 +84,7 @@ def make_loop(
     writer: FlakyWriter,
     stop: threading.Event | None = None,
     covisit: CovisitOptions | None = None,
+    overlap: bool = True,
 ) -> FeatureWriterLoop:
     return FeatureWriterLoop(
         consumer,  # type: ignore[arg-type]
@@ -77,7 +93,15 @@ def make_loop(
         backoff=Backoff(initial_s=0.001, max_s=0.002),
         stop=stop,
         covisit=covisit,
+        overlap=overlap,
     )
+
+
+def write_batches(loop: FeatureWriterLoop, batches: int = 1) -> None:
+    """``batches`` poll-write cycles, then the last write settled."""
+    for _ in range(batches):
+        loop.run_batch()
+    loop.drain()
 
 
 def test_backoff_doubles_up_to_the_cap() -> None:
@@ -90,6 +114,7 @@ def test_retries_redis_and_commits_only_after_success() -> None:
     writer = FlakyWriter(failures=3, consumer=consumer)
     loop = make_loop(consumer, writer)
     assert loop.run_batch() == 2
+    loop.drain()
     assert writer.commits_seen_at_success == [0]
     assert consumer.commits == 1
     assert loop.stats.redis_failures == 3
@@ -114,7 +139,7 @@ def test_unconvertible_update_is_dead_lettered_and_the_rest_written() -> None:
     consumer = FakeConsumer([[("good", recent(user_id=1)), ("bad", broken)]])
     writer = FlakyWriter(failures=0, consumer=consumer)
     loop = make_loop(consumer, writer)
-    loop.run_batch()
+    write_batches(loop)
     [(message, error)] = consumer.dead_letters.published
     assert message == "bad" and error.kind == "schema"
     assert [row.entity_id for row in writer.rows] == [1]
@@ -132,7 +157,7 @@ def test_covisit_counts_ride_in_the_rows_write_and_retry_with_it() -> None:
     consumer = FakeConsumer([[("m1", recent(user_id=1, n=1)), ("m2", recent(user_id=1, n=2))]])
     writer = FlakyWriter(failures=1, consumer=consumer)
     loop = make_loop(consumer, writer, covisit=CovisitOptions(project="p"))
-    loop.run_batch()
+    write_batches(loop)
     failed, written = writer.also
     assert failed == written and len(written) == 1
     assert written[0].keys[0] == b"p:covisit:seen:1"
@@ -143,5 +168,83 @@ def test_covisit_counts_ride_in_the_rows_write_and_retry_with_it() -> None:
 def test_without_covisit_options_nothing_is_counted() -> None:
     consumer = FakeConsumer([[("m1", recent(user_id=1))]])
     writer = FlakyWriter(failures=0, consumer=consumer)
-    make_loop(consumer, writer).run_batch()
+    write_batches(make_loop(consumer, writer))
     assert writer.also == [[]]
+
+
+class HeldWriter(FlakyWriter):
+    """Holds its n-th write until the loop has polled batch n + 1, or 0.2 s passed."""
+
+    def __init__(self, consumer: FakeConsumer) -> None:
+        super().__init__(0, consumer)
+        self.next_polled_while_writing: list[bool] = []
+
+    def write(self, rows: list[FeatureRow], also: list[ScriptCall] | None = None) -> WriteResult:
+        next_poll = len(self.next_polled_while_writing) + 2
+        deadline = time.monotonic() + 0.2
+        while self.consumer.polls < next_poll and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self.next_polled_while_writing.append(self.consumer.polls >= next_poll)
+        return super().write(rows, also)
+
+
+def three_batches() -> FakeConsumer:
+    return FakeConsumer([[("m", recent(user_id=n)), ("n", item_window(item_id=n))]
+                         for n in (1, 2, 3)])  # fmt: skip
+
+
+def test_overlapped_the_next_batch_is_polled_while_redis_writes() -> None:
+    consumer = three_batches()
+    writer = HeldWriter(consumer)
+    write_batches(make_loop(consumer, writer), 3)
+    # The last write had no next batch to overlap: the loop drained it.
+    assert writer.next_polled_while_writing == [True, True, False]
+    assert consumer.committed == [2, 4, 6]
+
+
+def test_one_at_a_time_each_batch_is_committed_before_the_next_poll() -> None:
+    consumer = three_batches()
+    writer = HeldWriter(consumer)
+    loop = make_loop(consumer, writer, overlap=False)
+    loop.run_batch()
+    assert consumer.committed == [2]  # settled within the cycle, nothing left in flight
+    write_batches(loop, 2)
+    assert writer.next_polled_while_writing == [False, False, False]
+    assert writer.commits_seen_at_success == [0, 1, 2]
+
+
+class GatedWriter(FlakyWriter):
+    """Writes the first batch at once; holds the later ones until ``release`` is set."""
+
+    def __init__(self, consumer: FakeConsumer) -> None:
+        super().__init__(0, consumer)
+        self.release = threading.Event()
+
+    def write(self, rows: list[FeatureRow], also: list[ScriptCall] | None = None) -> WriteResult:
+        if self.rows:
+            self.release.wait(5)
+        return super().write(rows, also)
+
+
+def test_a_commit_never_covers_a_batch_still_in_flight() -> None:
+    consumer = three_batches()
+    writer = GatedWriter(consumer)
+    loop = make_loop(consumer, writer)
+    loop.run_batch()
+    loop.run_batch()  # settles the first write; the second batch's stays in flight
+    assert consumer.consumed == 4 and consumer.committed == [2]
+    writer.release.set()
+    loop.drain()
+    assert consumer.committed == [2, 4]
+    assert loop.stats.written == 4
+
+
+def test_a_poll_of_only_dead_letters_is_committed() -> None:
+    consumer = FakeConsumer([[("m", recent(user_id=1))], []])
+    loop = make_loop(consumer, FlakyWriter(0, consumer))
+    loop.run_batch()
+    consumer.consumed += 1  # a record that went to the dead-letter topic at decoding
+    write_batches(loop)
+    assert consumer.committed == [1, 2]
+    write_batches(loop)  # polled nothing new: nothing to commit
+    assert consumer.committed == [1, 2]
