@@ -21,6 +21,7 @@ JAVA_TESTS = {
     "BehaviorEventParserTest": 4,
     "SlicedWindowFunctionTest": 9,
     "DueWindowsTest": 2,
+    "ParseBehaviorEventTest": 3,
 }
 
 
