@@ -173,7 +173,7 @@ def test_without_covisit_options_nothing_is_counted() -> None:
 
 
 class HeldWriter(FlakyWriter):
-    """Holds its n-th write until the loop has polled batch n + 1, or 0.2 s passed."""
+    """Holds its n-th write until the loop has polled batch n + 1, or a second passed."""
 
     def __init__(self, consumer: FakeConsumer) -> None:
         super().__init__(0, consumer)
@@ -181,7 +181,7 @@ class HeldWriter(FlakyWriter):
 
     def write(self, rows: list[FeatureRow], also: list[ScriptCall] | None = None) -> WriteResult:
         next_poll = len(self.next_polled_while_writing) + 2
-        deadline = time.monotonic() + 0.2
+        deadline = time.monotonic() + 1.0  # a loaded box may poll late
         while self.consumer.polls < next_poll and time.monotonic() < deadline:
             time.sleep(0.001)
         self.next_polled_while_writing.append(self.consumer.polls >= next_poll)
