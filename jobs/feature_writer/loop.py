@@ -176,7 +176,7 @@ class FeatureWriterLoop:
         if previous is not None:
             # Committed while this batch's pipeline runs: the commit's round trip
             # overlaps Redis too.
-            self._settle(previous, previous.write.result())
+            self._settle(previous)
         if not self._overlap:
             self.drain()
         return len(batch)
@@ -186,7 +186,7 @@ class FeatureWriterLoop:
         :class:`WriterStopped` when a stop came while Redis was failing (uncommitted)."""
         in_flight, self._in_flight = self._in_flight, None
         if in_flight is not None:
-            self._settle(in_flight, in_flight.write.result())
+            self._settle(in_flight)
 
     def _start_write(self, rows: list[FeatureRow], counts: list[ScriptCall]) -> Future[WriteResult]:
         if not rows and not counts:
@@ -195,7 +195,9 @@ class FeatureWriterLoop:
             return done
         return self._redis_thread.submit(self._write_until_done, rows, counts)
 
-    def _settle(self, in_flight: InFlight, result: WriteResult) -> None:
+    def _settle(self, in_flight: InFlight) -> None:
+        """Count a finished write and commit its batch's offsets."""
+        result = in_flight.write.result()
         covisits = sum(int(reply) for reply in result.also)
         self._count(written=result.written, stale=result.skipped_stale, covisits=covisits)
         self._note_newest(in_flight.batch)
