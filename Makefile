@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features \
 	features features-cluster feature-writer feast-apply schemas clean \
-	bench-serving train worker bench-e2e bench-sla eval-online profile-features bench-features-ab
+	bench-recall capacity bench-scale bench-serving train worker bench-e2e bench-sla eval-online profile-features bench-features-ab
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -22,14 +22,15 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) ## create the virtual environment with the project and its dev tools
 
+# KAFKA_BROKERS=3: three replicated brokers (STREAMREC_KAFKA_BROKERS) instead of one.
 up: $(STAMP) ## start the local stack (Kafka, Redis, Flink, Triton); idempotent
-	$(PY) -m jobs.localstack up
+	$(if $(KAFKA_BROKERS),STREAMREC_KAFKA_BROKERS=$(KAFKA_BROKERS) )$(PY) -m jobs.localstack up
 
 down: $(STAMP) ## stop the local stack, leaving no process behind
 	$(PY) -m jobs.localstack down
 
 status: $(STAMP) ## show what the local stack runs, whether it is healthy, and every metrics port
-	$(PY) -m jobs.localstack status
+	$(if $(KAFKA_BROKERS),STREAMREC_KAFKA_BROKERS=$(KAFKA_BROKERS) )$(PY) -m jobs.localstack status
 
 observe: $(STAMP) ## start Prometheus beside the running stack (loopback :9090) and print where to look
 	$(PY) -m jobs.localstack observe $(if $(PANELS),--panels $(PANELS))
@@ -103,6 +104,12 @@ bench-features-ab: $(STAMP) ## the Java functions of two revisions side by side 
 profile-features: $(STAMP) ## where the feature job's CPU goes, per operator chain and JVM thread (PROFILE_ARGS: --help)
 	$(PY) -m tests.benchmarks.profile_features $(PROFILE_ARGS)
 
+bench-recall: $(STAMP) ## the embedding route's Faiss index at 100k/1M/4M items: recall@100 vs exact, ms per batch
+	$(PY) -m tests.benchmarks.recall $(RECALL_ARGS)
+
+capacity: $(STAMP) ## machines and cost for 1k/10k/100k requests/s from the benchmarks' RESULT lines (CAPACITY_ARGS: --help)
+	$(PY) -m tests.benchmarks.capacity $(CAPACITY_ARGS)
+
 bench-serving: $(STAMP) ## ranker served by Triton (gRPC) vs ONNX Runtime in process
 	$(PY) -m tests.benchmarks.serving
 
@@ -111,6 +118,9 @@ worker: $(STAMP) ## run the inference worker (requests -> features, recall, Trit
 
 bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs naive vs in-process ceiling
 	$(PY) -m tests.benchmarks.e2e
+
+bench-scale: $(STAMP) ## worker throughput for 1, 2 and 4 workers in one group on 8 partitions, scaling efficiency
+	$(PY) -m tests.benchmarks.scale $(SCALE_ARGS)
 
 bench-sla: $(STAMP) ## highest rate with p99 <= 50 ms and errors < 0.1% (Poisson, open loop), per variant
 	$(PY) -m tests.benchmarks.sla

@@ -35,6 +35,7 @@ from inference.worker.freshness import (
     with_triggers,
 )
 from inference.worker.inputs import UserInput
+from inference.worker.item_index import IndexChoice
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.recall import (
     Candidate,
@@ -89,15 +90,23 @@ class BatchPreparer:
         self.artifacts = artifacts
         self.reader = reader
         self.metrics = metrics
-        self.index = EmbeddingIndex(
-            artifacts.item_embeddings, artifacts.vocab.item_ids, artifacts.item_categories
-        )
+        self.index = self.build_index(artifacts)
         self.redis_breaker = Breaker(settings.retry_after_ms / 1000)
         shared_ttl_s = settings.shared_rows_ttl_ms / 1000
         self.item_rows: SharedRows[int, ItemFeatures] = SharedRows(shared_ttl_s)
         self.category_rows: SharedRows[int, Row | None] = SharedRows(shared_ttl_s)
         self._popular = list(artifacts.popular_items[: settings.popular_candidates])
         self.fresh_gate = WaitGate(settings.fresh_wait_give_up)
+
+    def build_index(self, artifacts: ModelArtifacts) -> EmbeddingIndex:
+        choice = IndexChoice(self.settings.recall_index, self.settings.recall_search)
+        return EmbeddingIndex(
+            artifacts.item_embeddings, artifacts.vocab.item_ids, artifacts.item_categories, choice
+        )
+
+    def swap_index(self, index: EmbeddingIndex) -> None:
+        # One attribute store: a batch already searching keeps the index it read.
+        self.index = index
 
     def prepare(self, requests: Sequence[RecRequest]) -> PreparedBatch:
         timings: dict[str, float] = {}

@@ -25,6 +25,7 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
+from inference.worker.item_index import AUTO_CHOICE, IndexChoice, build_index
 from schemas.ranking import FIRST_ID_INDEX
 from schemas.records import Route
 
@@ -126,6 +127,13 @@ class EmbeddingIndex:
     Such a click stands in the query as the mean embedding of the model's items
     of that category (when ``item_categories`` is given and the category has
     items), so a user whose clicks are all on new items is not left to popularity.
+
+    ``choice`` is the Faiss index (:mod:`inference.worker.item_index`): exact up
+    to a few hundred thousand items by default, approximate above. Items the
+    model has no embedding for (new since training) are not in it; the co-visit
+    and trend routes reach them until the next model's embeddings are swapped in
+    (:mod:`inference.worker.index_reload`). Out-of-stock items are dropped after
+    recall, with every route's (:mod:`inference.worker.postprocess`).
     """
 
     def __init__(
@@ -133,11 +141,11 @@ class EmbeddingIndex:
         embeddings: npt.NDArray[np.float32],
         raw_ids: npt.NDArray[np.int64],
         item_categories: npt.NDArray[np.int64] | None = None,
+        choice: IndexChoice = AUTO_CHOICE,
     ) -> None:
         self._embeddings = embeddings
         self._raw_ids = raw_ids  # raw id of embedding row FIRST_ID_INDEX + i
-        self._index = faiss.IndexFlatIP(embeddings.shape[1])
-        self._index.add(np.ascontiguousarray(embeddings[FIRST_ID_INDEX:]))
+        self._index: faiss.Index = build_index(embeddings[FIRST_ID_INDEX:], choice)
         self._centroids = (
             category_centroids(embeddings, item_categories) if item_categories is not None else {}
         )

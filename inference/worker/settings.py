@@ -107,6 +107,19 @@ class WorkerSettings(Settings):
     routing_poll_ms: int = setting(
         1000, env="STREAMREC_WORKER_ROUTING_POLL_MS", help="re-read the traffic split (0 = off)"
     )
+    # Faiss factory string (auto: exact up to 100k items, an HNSW graph above) and
+    # search parameters in Faiss' ParameterSpace syntax; see inference/worker/item_index.py.
+    recall_index: str = setting(
+        "auto", env="STREAMREC_WORKER_RECALL_INDEX", help="Faiss index for the embedding route"
+    )
+    recall_search: str = setting(
+        "", env="STREAMREC_WORKER_RECALL_SEARCH", help="its search parameters, e.g. efSearch=256"
+    )
+    recall_reload_poll_ms: int = setting(
+        5000,
+        env="STREAMREC_WORKER_RECALL_RELOAD_POLL_MS",
+        help="rebuild the index beside when the embeddings change (0 = off)",
+    )
     embedding_candidates: int = setting(
         40, env="STREAMREC_WORKER_EMBEDDING_CANDIDATES", help="recall: nearest items"
     )

@@ -37,6 +37,7 @@ from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import appended_ms, late_positions
 from inference.worker.errors import DeliveryStuck
 from inference.worker.features import FeatureReader
+from inference.worker.index_reload import IndexReloader
 from inference.worker.instance import InstanceClaim, claim_instance
 from inference.worker.inventory import inventory_key
 from inference.worker.kafka_io import Polled, RecommendationSink, RequestStream
@@ -132,6 +133,17 @@ class Worker:
         )
         self.popular = artifacts.popular_items
         self.routing = self._routing_watcher()
+        self.index_reload = (
+            IndexReloader(
+                settings.model_dir,
+                artifacts,
+                self.preparer.build_index,
+                self.preparer.swap_index,
+                settings.recall_reload_poll_ms,
+            )
+            if settings.recall_reload_poll_ms
+            else None
+        )
         self.scorer: Scorer | None = None
         # Set while a batch is being scored: the next batch keeps gathering meanwhile.
         self._scoring = threading.Event()
@@ -181,6 +193,8 @@ class Worker:
         )
         if self.routing is not None:
             self.routing.start()
+        if self.index_reload is not None:
+            self.index_reload.start()
         pending: asyncio.Task[None] | None = None
         try:
             while not stop.is_set():
@@ -303,6 +317,8 @@ class Worker:
     async def _close(self) -> None:
         if self.routing is not None:
             self.routing.stop()
+        if self.index_reload is not None:
+            self.index_reload.stop()
         try:
             if self.scorer is not None:
                 await self.scorer.close()

@@ -256,13 +256,19 @@ class FlinkTaskManager(FlinkService):
     script = "taskmanager.sh"
     entrypoint = "taskexecutor"
 
+    def __init__(self, settings: StackSettings, number: int = 1) -> None:
+        # The first keeps the plain name, so a one-TaskManager stack is unchanged.
+        self.number = number
+        self.name = taskmanager_name(number)
+        super().__init__(settings)
+
     @property
     def resource_id_path(self) -> Path:
         return self.dir / "resource-id"
 
     @property
     def metrics_port(self) -> int:
-        return self.settings.flink_taskmanager_metrics_port
+        return self.settings.flink_taskmanager_metrics_port + 10 * (self.number - 1)
 
     def ports(self) -> tuple[int, ...]:
         return (self.metrics_port,)  # the others are random (see render_flink_config)
@@ -283,7 +289,12 @@ class FlinkTaskManager(FlinkService):
         super().prepare()
 
     def config_extra(self) -> dict[str, ConfigValue]:
-        return {"taskmanager.resource-id": self.resource_id()}
+        extra: dict[str, ConfigValue] = {"taskmanager.resource-id": self.resource_id()}
+        if self.settings.flink_taskmanagers > 1:
+            # One slot each: a job at parallelism n then runs on n TaskManagers, as it
+            # would on a cluster, instead of Flink filling one TaskManager's slots first.
+            extra["taskmanager.numberOfTaskSlots"] = 1
+        return extra
 
     def resource_id(self) -> str:
         try:
@@ -299,6 +310,11 @@ class FlinkTaskManager(FlinkService):
             return False
         managers = answer.get("taskmanagers", []) if isinstance(answer, dict) else []
         return any(tm.get("id") == rid and tm.get("slotsNumber", 0) > 0 for tm in managers)
+
+
+def taskmanager_name(number: int) -> str:
+    """``flink-taskmanager``, then ``flink-taskmanager-2``, ``-3``..."""
+    return "flink-taskmanager" if number == 1 else f"flink-taskmanager-{number}"
 
 
 def _mtime(path: Path) -> float:

@@ -1,4 +1,7 @@
-"""A single-node Kafka 4.1 broker in KRaft mode, run from Maven Central jars (no Docker).
+"""Kafka 4.1 brokers in KRaft mode, run from Maven Central jars (no Docker).
+
+One combined broker+controller by default; ``STREAMREC_KAFKA_BROKERS=3`` starts
+three, a replicated cluster (replication factor 3, ``min.insync.replicas=2``).
 
 In the secured mode (``STREAMREC_STACK_SECURE``) clients reach it over SASL_SSL with
 SCRAM-SHA-512 users made at format time, the broker's own controller traffic goes
@@ -43,13 +46,20 @@ CLIENT_LISTENER = "SASL_SSL"
 PLAINTEXT_MODE = "plaintext"
 
 
-def render_server_properties(settings: StackSettings, data_dir: Path) -> str:
-    """server.properties for one combined broker+controller node on loopback."""
-    port, ctrl = settings.kafka_port, settings.kafka_controller_port
+def render_server_properties(settings: StackSettings, data_dir: Path, node: int = 1) -> str:
+    """server.properties for combined broker+controller node ``node`` on loopback.
+
+    One node (the default) is its own single-voter quorum. Several are a static
+    quorum of them all, every topic on ``kafka_replication`` brokers and a write
+    acknowledged (acks=all, librdkafka's default) once ``min_in_sync`` of them have it,
+    so one broker can die without losing an acknowledged record or stopping writes.
+    """
+    port, ctrl = settings.kafka_node_ports(node)
+    replicas = settings.kafka_replication
+    in_sync = min_in_sync(replicas)
     props = {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.bootstrap.servers": f"{HOST}:{ctrl}",
+        "node.id": str(node),
         "listeners": f"PLAINTEXT://{HOST}:{port},CONTROLLER://{HOST}:{ctrl}",
         "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
         "controller.listener.names": "CONTROLLER",
@@ -57,19 +67,36 @@ def render_server_properties(settings: StackSettings, data_dir: Path) -> str:
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "log.dirs": str(data_dir),
         "num.partitions": "1",
-        # One node: every internal topic must make do with a single replica.
-        "offsets.topic.replication.factor": "1",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
+        "default.replication.factor": str(replicas),
+        "min.insync.replicas": str(in_sync),
+        "offsets.topic.replication.factor": str(replicas),
+        "transaction.state.log.replication.factor": str(replicas),
+        "transaction.state.log.min.isr": str(in_sync),
+        "share.coordinator.state.topic.replication.factor": str(replicas),
+        "share.coordinator.state.topic.min.isr": str(in_sync),
         # Nobody else will join the group, so do not wait 3 s for them.
         "group.initial.rebalance.delay.ms": "0",
         "auto.create.topics.enable": "true",
     }
+    if settings.kafka_brokers == 1:
+        props["controller.quorum.bootstrap.servers"] = f"{HOST}:{ctrl}"
+    else:
+        nodes = range(1, settings.kafka_brokers + 1)
+        voters = (f"{n}@{HOST}:{settings.kafka_node_ports(n)[1]}" for n in nodes)
+        props["controller.quorum.voters"] = ",".join(voters)
     lines = ["# Written by jobs.localstack on every start; edits are overwritten."]
     lines += [f"{key}={value}" for key, value in props.items()]
     return "\n".join(lines) + "\n"
+
+
+def min_in_sync(replicas: int) -> int:
+    """Replicas that must hold a write: all but one, so one broker may be down (at least 1)."""
+    return max(1, replicas - 1)
+
+
+def broker_name(settings: StackSettings, node: int) -> str:
+    """``kafka`` for a single broker, ``kafka-1``... when there are several."""
+    return "kafka" if settings.kafka_brokers == 1 else f"kafka-{node}"
 
 
 def render_secured_properties(
@@ -210,8 +237,10 @@ class KafkaService(Service):
     # SIGTERM starts a controlled shutdown; give it time to flush and close the logs.
     stop_timeout_s = 30.0
 
-    def __init__(self, settings: StackSettings) -> None:
+    def __init__(self, settings: StackSettings, node: int = 1) -> None:
         super().__init__(settings)
+        self.node = node
+        self.name = broker_name(settings, node)
         self.libs = settings.cache_dir / f"kafka-{KAFKA_VERSION}" / "libs"
         self.data_dir = self.dir / "data"
         self.logs_dir = self.dir / "logs"
@@ -225,7 +254,7 @@ class KafkaService(Service):
         return self.logs_dir / "server.log"
 
     def ports(self) -> tuple[int, ...]:
-        return (self.settings.kafka_port, self.settings.kafka_controller_port)
+        return self.settings.kafka_node_ports(self.node)
 
     def endpoint(self) -> str:
         return self.settings.kafka_bootstrap
@@ -277,7 +306,8 @@ class KafkaService(Service):
         if not self.settings.secure:
             if formatted:
                 self._check_mode(PLAINTEXT_MODE)
-            self.properties.write_text(render_server_properties(self.settings, self.data_dir))
+            text = render_server_properties(self.settings, self.data_dir, self.node)
+            self.properties.write_text(text)
             if not formatted:
                 self.mode_marker.unlink(missing_ok=True)
                 self._format_storage()
@@ -319,7 +349,11 @@ class KafkaService(Service):
     def _format_storage(self, users: Mapping[str, str] | None = None) -> None:
         log.info("formatting Kafka storage in %s", self.data_dir)
         argv = ["-cp", f"{self.libs}/*", "kafka.tools.StorageTool", "format"]
-        argv += ["--standalone", "-t", random_cluster_id(), "-c", str(self.properties)]
+        if self.settings.kafka_brokers == 1:
+            argv += ["--standalone", "-t", random_cluster_id(), "-c", str(self.properties)]
+        else:
+            # A static quorum: the voters are in server.properties, the id is shared.
+            argv += ["-t", self._shared_cluster_id(), "-c", str(self.properties)]
         for user, password in (users or {}).items():
             salt = secrets.token_bytes(32)
             argv += ["--add-scram", scram_argument(user, password, salt, SCRAM_ITERATIONS)]
@@ -336,6 +370,14 @@ class KafkaService(Service):
             _run([self.java, f"@{argfile}"], "formatting Kafka storage")
         finally:
             argfile.unlink(missing_ok=True)
+
+    def _shared_cluster_id(self) -> str:
+        """The cluster id every node of a multi-broker stack formats with (made once)."""
+        path = self.settings.home / "kafka-cluster.id"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(random_cluster_id() + "\n")
+        return path.read_text().strip()
 
     def command(self) -> list[str]:
         return [
@@ -360,10 +402,19 @@ class KafkaService(Service):
         ]
 
     def is_healthy(self) -> bool:
+        port, ctrl = self.settings.kafka_node_ports(self.node)
+        brokers = self.settings.kafka_brokers
+        if self.node < brokers:
+            # A quorum of several forms only once a majority runs, and the stack starts
+            # them one by one: the earlier nodes are up once their controller listens.
+            return process.port_in_use(HOST, ctrl)
         # A plain TCP probe first: librdkafka would log a connection error per attempt.
-        if not process.port_in_use(HOST, self.settings.kafka_port):
+        if not process.port_in_use(HOST, port):
             return False
-        return broker_answers(self.settings.kafka_bootstrap, config=self.admin_config())
+        # The last node: healthy once every broker has registered with the quorum.
+        return broker_answers(
+            self.settings.kafka_bootstrap, config=self.admin_config(), brokers=brokers
+        )
 
     def after_start(self) -> None:
         if self.settings.secure:
@@ -382,9 +433,12 @@ def secured_mode(credentials: Credentials) -> str:
 
 
 def broker_answers(
-    bootstrap: str, timeout_s: float = 2.0, config: Mapping[str, str] | None = None
+    bootstrap: str,
+    timeout_s: float = 2.0,
+    config: Mapping[str, str] | None = None,
+    brokers: int = 1,
 ) -> bool:
-    """True if a metadata request returns at least one broker (``config``: credentials)."""
+    """True if a metadata request returns at least ``brokers`` brokers (``config``: credentials)."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
@@ -393,7 +447,7 @@ def broker_answers(
         metadata = admin.list_topics(timeout=timeout_s)
     except KafkaException:
         return False
-    return bool(metadata.brokers)
+    return len(metadata.brokers) >= brokers
 
 
 def _run(argv: list[str], what: str) -> None:

@@ -18,6 +18,9 @@ from schemas.settings import (
 
 # Loopback only: the stack is for one developer machine, never for a network.
 HOST = "127.0.0.1"
+MAX_KAFKA_BROKERS = 5
+KAFKA_NODE_PORT_STEP = 10
+MAX_TASKMANAGERS = 4
 
 
 def _absolute(text: str) -> Path:
@@ -74,6 +77,16 @@ class StackSettings(Settings):
     kafka_heap_mb: int = setting(
         1024, env="STREAMREC_KAFKA_HEAP_MB", help="the broker's JVM heap, in MB, committed at start"
     )
+    # 3: a replicated Kafka (every topic on three brokers, two in sync for a write to
+    # count), the shape production runs; node n listens on the ports plus 10 * (n - 1).
+    kafka_brokers: int = setting(
+        1, env="STREAMREC_KAFKA_BROKERS", help="KRaft brokers to start (1, or 3 for replication)"
+    )
+    # 2: the feature job's operators spread over two TaskManagers (one slot each), as a
+    # cluster runs it; TaskManager n's metrics port is the one above plus 10 * (n - 1).
+    flink_taskmanagers: int = setting(
+        1, env="STREAMREC_FLINK_TASKMANAGERS", help="Flink TaskManagers to start (one slot each)"
+    )
     # None: `<home>/models`, where `streamrec-serving publish` writes by default.
     triton_model_repository: Path | None = setting(
         None,
@@ -101,6 +114,15 @@ class StackSettings(Settings):
                 raise StackError(f"{self.variable(name)}={port} is outside 1..65535")
         if not 0.1 <= self.prometheus_scrape_interval_s <= 60:
             raise StackError(f"{self.variable('prometheus_scrape_interval_s')} must be 0.1..60")
+        if not 1 <= self.kafka_brokers <= MAX_KAFKA_BROKERS:
+            raise StackError(f"{self.variable('kafka_brokers')} must be 1..{MAX_KAFKA_BROKERS}")
+        if self.kafka_brokers > 1 and self.secure:
+            raise StackError(
+                f"{self.variable('kafka_brokers')} > 1 is not available in the secured mode "
+                "yet: the secured listeners are set up for a single node"
+            )
+        if not 1 <= self.flink_taskmanagers <= MAX_TASKMANAGERS:
+            raise StackError(f"{self.variable('flink_taskmanagers')} must be 1..{MAX_TASKMANAGERS}")
         if self.kafka_heap_mb < 256:
             raise StackError(f"{self.variable('kafka_heap_mb')} must be at least 256")
 
@@ -121,9 +143,20 @@ class StackSettings(Settings):
         """Certificates and generated passwords of the secured mode (mode 0700)."""
         return self.home / "secrets"
 
+    def kafka_node_ports(self, node: int) -> tuple[int, int]:
+        """(client port, controller port) of broker ``node`` (1-based)."""
+        offset = KAFKA_NODE_PORT_STEP * (node - 1)
+        return self.kafka_port + offset, self.kafka_controller_port + offset
+
+    @property
+    def kafka_replication(self) -> int:
+        """Replicas of every topic: all brokers, at most three."""
+        return min(3, self.kafka_brokers)
+
     @property
     def kafka_bootstrap(self) -> str:
-        return f"{HOST}:{self.kafka_port}"
+        nodes = range(1, self.kafka_brokers + 1)
+        return ",".join(f"{HOST}:{self.kafka_node_ports(node)[0]}" for node in nodes)
 
     @property
     def redis_url(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from jobs.localstack import process
 from jobs.localstack.errors import StackError
@@ -53,6 +54,12 @@ def select(
         return [name for name in known if name not in optional]
     # Only aliases whose members this registry has (tests use registries of their own).
     aliases = {alias: m for alias, m in ALIASES.items() if set(m) <= set(known)}
+    brokers = tuple(name for name in known if name.startswith("kafka-"))
+    if brokers and "kafka" not in known:
+        aliases["kafka"] = brokers  # several brokers start and stop together
+    if "flink" in aliases:
+        managers = tuple(name for name in known if name.startswith("flink-taskmanager-"))
+        aliases["flink"] = (*aliases["flink"], *managers)
     names = [member for name in names for member in aliases.get(name, (name,))]
     unknown = sorted(set(names) - set(known))
     if unknown:
@@ -68,7 +75,19 @@ class Stack:
         registry: Sequence[tuple[str, ServiceFactory]] = REGISTRY,
     ) -> None:
         self.settings = settings
-        self.services: dict[str, Service] = {name: make(settings) for name, make in registry}
+        self.services: dict[str, Service] = {}
+        for name, make in registry:
+            if make is KafkaService:
+                # One service per broker; `kafka` names them all (see select).
+                for node in range(1, settings.kafka_brokers + 1):
+                    broker = KafkaService(settings, node)
+                    self.services[broker.name] = broker
+            elif make is FlinkTaskManager:
+                for number in range(1, settings.flink_taskmanagers + 1):
+                    manager = FlinkTaskManager(settings, number)
+                    self.services[manager.name] = manager
+            else:
+                self.services[name] = make(settings)
 
     def _selected(
         self, names: Sequence[str] | None, optional: frozenset[str] = frozenset()
@@ -83,13 +102,19 @@ class Stack:
             self._up_one(service, timeout_s)
 
     def down(self, services: Sequence[str] | None = None) -> None:
-        """Stop the selected services in reverse start order; fine if nothing runs."""
-        for service in reversed(self._selected(services)):
-            pid = process.running_pid(service.pidfile, service.marker)
-            if pid is not None:
-                log.info("stopping %s (pid %d)", service.name, pid)
-                process.stop(pid, service.marker, service.stop_timeout_s)
-            service.pidfile.unlink(missing_ok=True)
+        """Stop the selected services in reverse start order; fine if nothing runs.
+
+        Brokers or TaskManagers started with another STREAMREC_KAFKA_BROKERS or
+        STREAMREC_FLINK_TASKMANAGERS are stopped too when their kind is selected:
+        `down` must leave no process behind whatever is set now."""
+        selected = self._selected(services)
+        for service in reversed(selected):
+            _stop(service.name, service.pidfile, service.marker, service.stop_timeout_s)
+        for kind, pattern in ((KafkaService, "kafka*"), (FlinkTaskManager, "flink-taskmanager*")):
+            if any(isinstance(service, kind) for service in selected):
+                for pidfile in sorted(self.settings.home.glob(f"{pattern}/{pattern}.pid")):
+                    marker = f"{pidfile.parent}/"
+                    _stop(pidfile.stem, pidfile, marker, kind.stop_timeout_s)
 
     def status(self, services: Sequence[str] | None = None) -> list[ServiceStatus]:
         return [_status(service) for service in self._selected(services)]
@@ -115,6 +140,14 @@ class Stack:
             process.stop(pid, service.marker, service.stop_timeout_s)
             service.pidfile.unlink(missing_ok=True)
             raise
+
+
+def _stop(name: str, pidfile: Path, marker: str, timeout_s: float) -> None:
+    pid = process.running_pid(pidfile, marker)
+    if pid is not None:
+        log.info("stopping %s (pid %d)", name, pid)
+        process.stop(pid, marker, timeout_s)
+    pidfile.unlink(missing_ok=True)
 
 
 def _start(service: Service) -> int:

@@ -272,6 +272,31 @@ def variants_up(
 
     Reads ``args.events``, ``args.candidates`` and ``args.variants``; stops everything on exit.
     """
+    with pipeline_up(args, tmp) as (kafka, world, base):
+        variants = {
+            "worker": ("inference.worker", base),
+            "naive": ("tests.benchmarks.baselines.naive_worker", base),
+            "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
+        }
+        running: list[Running] = []
+        try:
+            for name, (module, env) in variants.items():
+                if name in args.variants.split(","):
+                    running.append(start_variant(name, module, env, kafka, tmp))
+            yield kafka, world, running
+        finally:
+            for v in running:
+                v.close()
+
+
+@contextmanager
+def pipeline_up(
+    args: argparse.Namespace, tmp: Path
+) -> Iterator[tuple[KafkaSettings, World, dict[str, str]]]:
+    """Kafka, Redis and Triton on free ports, the features written; the workers' environment.
+
+    Reads ``args.events`` and ``args.candidates``; stops everything on exit.
+    """
     world = build_world(tmp / "model", stream_events(args.events))
     models = tmp / "models"
     repository.publish(world.model_dir, models)
@@ -301,20 +326,7 @@ def variants_up(
         )
         base["STREAMREC_WORKER_FEAST_REPO"] = str(applied.path)
         base["STREAMREC_STACK_HOME"] = str(tmp / "feast" / "stack")
-        variants = {
-            "worker": ("inference.worker", base),
-            "naive": ("tests.benchmarks.baselines.naive_worker", base),
-            "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
-        }
-        running: list[Running] = []
-        try:
-            for name, (module, env) in variants.items():
-                if name in args.variants.split(","):
-                    running.append(start_variant(name, module, env, kafka, tmp))
-            yield kafka, world, running
-        finally:
-            for v in running:
-                v.close()
+        yield kafka, world, base
     finally:
         stack.down(["kafka", "redis", "triton"])
 

@@ -137,6 +137,7 @@ def memory_worker(
     worker.popular = (10,)
     worker.scorer = None
     worker.routing = None
+    worker.index_reload = None
     worker._scoring = threading.Event()
     worker._instance = None  # the transactional id is given ("t"): no slot claimed
     return worker, stop

@@ -137,8 +137,13 @@ def sentinels(topic_partitions: int, after_ts: int) -> list[tuple[int, BehaviorE
     ]
 
 
+# Parallelism 2: each operator's state is split over two subtasks by key group and
+# restored to them; the run is `long` (make faults), as each subtask's state is its own.
+@pytest.mark.parametrize(
+    "parallelism", [1, pytest.param(2, marks=pytest.mark.long)], ids=["p1", "p2"]
+)
 def test_restore_from_checkpoint_after_a_kill(
-    kafka: KafkaSettings, topic_factory: TopicFactory, tmp_path: Path
+    kafka: KafkaSettings, topic_factory: TopicFactory, tmp_path: Path, parallelism: int
 ) -> None:
     topics = topics_for(topic_factory, partitions=2)
     options = ReplayOptions(dataset="taobao-9days", topic=topics.source, sort_by_time=True,
@@ -147,7 +152,7 @@ def test_restore_from_checkpoint_after_a_kill(
     events = list(replay_events(options, RowAudit()))
     checkpoints = tmp_path / "checkpoints"
     flags = ["--checkpoint-dir", str(checkpoints), "--checkpoint-interval-ms", "500",
-             *EVERY_WINDOW]  # fmt: skip
+             "--parallelism", str(parallelism), *EVERY_WINDOW]  # fmt: skip
     job = start(kafka, topics, flags)
     try:
         wait_until(lambda: len(read_all(kafka, topics.changelog)) > 1000, "first output")

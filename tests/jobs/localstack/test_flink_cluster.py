@@ -218,3 +218,26 @@ def test_connector_jar_already_fetched_is_not_fetched_again(
     (folder / ".flink-sql-connector-kafka-5.0.0-2.2.complete").write_text("done")
     monkeypatch.setattr(maven, "find_mvn", lambda: pytest.fail("no download expected"))
     assert kafka_connector_jar(settings.cache_dir).name == "flink-sql-connector-kafka-5.0.0-2.2.jar"
+
+
+def test_two_taskmanagers_are_services_of_their_own_with_one_slot_each(tmp_path: Path) -> None:
+    settings = StackSettings.load(
+        {"STREAMREC_FLINK_TASKMANAGERS": "2", "STREAMREC_FLINK_TASKMANAGER_METRICS_PORT": "19250"},
+        home=tmp_path,
+        cache_dir=tmp_path,
+    )
+    known = list(Stack(settings).services)
+    assert select(["flink"], known) == [
+        "flink-jobmanager",
+        "flink-taskmanager",
+        "flink-taskmanager-2",
+    ]
+    second = FlinkTaskManager(settings, 2)
+    assert second.dir == tmp_path / "flink-taskmanager-2"
+    assert second.metrics_port == 19260
+    assert second.config_extra()["taskmanager.numberOfTaskSlots"] == 1
+    # One TaskManager keeps the configured slots (two) for a job of parallelism 2.
+    alone = FlinkTaskManager(_settings(tmp_path))
+    assert "taskmanager.numberOfTaskSlots" not in alone.config_extra()
+    with pytest.raises(StackError, match="STREAMREC_FLINK_TASKMANAGERS"):
+        StackSettings.load({"STREAMREC_FLINK_TASKMANAGERS": "0"}, home=tmp_path, cache_dir=tmp_path)

@@ -42,6 +42,8 @@ def test_server_properties_for_a_single_kraft_node(tmp_path: Path) -> None:
     assert props["group.initial.rebalance.delay.ms"] == "0"
     assert props["auto.create.topics.enable"] == "true"
     for key in (
+        "default.replication.factor",
+        "min.insync.replicas",
         "offsets.topic.replication.factor",
         "transaction.state.log.replication.factor",
         "transaction.state.log.min.isr",
@@ -49,6 +51,37 @@ def test_server_properties_for_a_single_kraft_node(tmp_path: Path) -> None:
         "share.coordinator.state.topic.min.isr",
     ):
         assert props[key] == "1", key
+    assert "controller.quorum.voters" not in props
+
+
+def test_three_brokers_are_a_static_quorum_with_three_replicas_two_in_sync(
+    tmp_path: Path,
+) -> None:
+    settings = StackSettings(tmp_path, tmp_path, 19092, 19093, 16379, kafka_brokers=3)
+    assert settings.kafka_bootstrap == "127.0.0.1:19092,127.0.0.1:19102,127.0.0.1:19112"
+    props = _parse(render_server_properties(settings, tmp_path / "data", node=2))
+    assert props["node.id"] == "2"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19102,CONTROLLER://127.0.0.1:19103"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19102"
+    voters = "1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113"
+    assert props["controller.quorum.voters"] == voters
+    assert "controller.quorum.bootstrap.servers" not in props
+    assert props["default.replication.factor"] == "3"
+    assert props["offsets.topic.replication.factor"] == "3"
+    assert props["transaction.state.log.replication.factor"] == "3"
+    # One broker may be down and writes with acks=all still succeed, none lost.
+    assert props["min.insync.replicas"] == "2"
+    assert props["transaction.state.log.min.isr"] == "2"
+    names = [KafkaService(settings, node).name for node in (1, 2, 3)]
+    assert names == ["kafka-1", "kafka-2", "kafka-3"]
+    assert KafkaService(settings, 3).ports() == (19112, 19113)
+
+
+def test_broker_count_is_checked_and_not_offered_in_the_secured_mode(tmp_path: Path) -> None:
+    with pytest.raises(StackError, match="STREAMREC_KAFKA_BROKERS"):
+        StackSettings(tmp_path, tmp_path, kafka_brokers=0)
+    with pytest.raises(StackError, match="secured mode"):
+        StackSettings(tmp_path, tmp_path, kafka_brokers=3, secure=True)
 
 
 def test_cluster_id_looks_like_kafkas() -> None:

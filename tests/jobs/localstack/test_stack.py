@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 
 from jobs.localstack import Service, Stack, StackError, StackSettings
+from jobs.localstack.kafka_broker import KafkaService
+from jobs.localstack.redis_server import RedisService
 from jobs.localstack.stack import ServiceFactory, select
 
 
@@ -95,3 +97,14 @@ def test_a_timeout_stops_the_process_and_reports_the_log_tail(tmp_path: Path) ->
     with pytest.raises(StackError, match=r"(?s)not healthy after 1 s.*waiting for Godot"):
         stack.up(timeout_s=1)
     assert not stack.status()[0].running
+
+
+def test_several_brokers_are_services_of_their_own_that_kafka_names_together(
+    tmp_path: Path,
+) -> None:
+    settings = StackSettings(tmp_path, tmp_path, kafka_brokers=3)
+    stack = Stack(settings, registry=[("kafka", KafkaService), ("redis", RedisService)])
+    assert list(stack.services) == ["kafka-1", "kafka-2", "kafka-3", "redis"]
+    known = list(stack.services)
+    assert select(["kafka"], known) == ["kafka-1", "kafka-2", "kafka-3"]
+    assert select(["kafka-2"], known) == ["kafka-2"]
