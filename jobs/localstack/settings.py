@@ -19,7 +19,7 @@ from schemas.settings import (
 # Loopback only: the stack is for one developer machine, never for a network.
 HOST = "127.0.0.1"
 MAX_KAFKA_BROKERS = 5
-KAFKA_NODE_PORT_STEP = 10
+KAFKA_NODE_PORT_STEP = 100
 MAX_TASKMANAGERS = 4
 
 
@@ -78,7 +78,7 @@ class StackSettings(Settings):
         1024, env="STREAMREC_KAFKA_HEAP_MB", help="the broker's JVM heap, in MB, committed at start"
     )
     # 3: a replicated Kafka (every topic on three brokers, two in sync for a write to
-    # count), the shape production runs; node n listens on the ports plus 10 * (n - 1).
+    # count), the shape production runs; node n listens on the ports plus 100 * (n - 1).
     kafka_brokers: int = setting(
         1, env="STREAMREC_KAFKA_BROKERS", help="KRaft brokers to start (1, or 3 for replication)"
     )

@@ -30,7 +30,9 @@ def bounded(triton: TritonServer) -> Iterator[grpcclient.InferenceServerClient]:
     shutil.copytree(triton.repository / "ranker_python", folder)
     config = folder / "config.pbtxt"
     text = config.read_text().replace('name: "ranker_python"', f'name: "{MODEL}"')
-    config.write_text(re.sub(r"max_queue_size: \d+", f"max_queue_size: {QUEUE}", text))
+    text = re.sub(r"max_queue_size: \d+", f"max_queue_size: {QUEUE}", text)
+    # One instance: two big requests then keep it busy, so what comes next must queue.
+    config.write_text(re.sub(r"KIND_CPU count: \d+", "KIND_CPU count: 1", text))
     with grpcclient.InferenceServerClient(triton.grpc_url) as client:
         client.load_model(MODEL)
         try:

@@ -58,12 +58,12 @@ def test_three_brokers_are_a_static_quorum_with_three_replicas_two_in_sync(
     tmp_path: Path,
 ) -> None:
     settings = StackSettings(tmp_path, tmp_path, 19092, 19093, 16379, kafka_brokers=3)
-    assert settings.kafka_bootstrap == "127.0.0.1:19092,127.0.0.1:19102,127.0.0.1:19112"
+    assert settings.kafka_bootstrap == "127.0.0.1:19092,127.0.0.1:19192,127.0.0.1:19292"
     props = _parse(render_server_properties(settings, tmp_path / "data", node=2))
     assert props["node.id"] == "2"
-    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19102,CONTROLLER://127.0.0.1:19103"
-    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19102"
-    voters = "1@127.0.0.1:19093,2@127.0.0.1:19103,3@127.0.0.1:19113"
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:19192,CONTROLLER://127.0.0.1:19193"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:19192"
+    voters = "1@127.0.0.1:19093,2@127.0.0.1:19193,3@127.0.0.1:19293"
     assert props["controller.quorum.voters"] == voters
     assert "controller.quorum.bootstrap.servers" not in props
     assert props["default.replication.factor"] == "3"
@@ -74,7 +74,7 @@ def test_three_brokers_are_a_static_quorum_with_three_replicas_two_in_sync(
     assert props["transaction.state.log.min.isr"] == "2"
     names = [KafkaService(settings, node).name for node in (1, 2, 3)]
     assert names == ["kafka-1", "kafka-2", "kafka-3"]
-    assert KafkaService(settings, 3).ports() == (19112, 19113)
+    assert KafkaService(settings, 3).ports() == (19292, 19293)
 
 
 def test_broker_count_is_checked_and_not_offered_in_the_secured_mode(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ RECORDS = 6000
 
 
 def free_port_ladder(rungs: int) -> int:
-    """A port p with p + 10·n free for every rung n (each broker's offset)."""
+    """A port p with p + 100·n free for every rung n (each broker's offset)."""
     for _ in range(200):
         with socket.socket() as probe:
             probe.bind((HOST, 0))
