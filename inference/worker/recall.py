@@ -129,7 +129,7 @@ class EmbeddingIndex:
     items), so a user whose clicks are all on new items is not left to popularity.
 
     ``choice`` is the Faiss index (:mod:`inference.worker.item_index`): exact up
-    to a few hundred thousand items by default, approximate above. Items the
+    to 100,000 items by default, an HNSW graph above. Items the
     model has no embedding for (new since training) are not in it; the co-visit
     and trend routes reach them until the next model's embeddings are swapped in
     (:mod:`inference.worker.index_reload`). Out-of-stock items are dropped after
