@@ -262,6 +262,10 @@ class FlinkTaskManager(FlinkService):
         self.name = taskmanager_name(number)
         super().__init__(settings)
 
+    @classmethod
+    def instances(cls, settings: StackSettings) -> list[Service]:
+        return [cls(settings, n) for n in range(1, settings.flink_taskmanagers + 1)]
+
     @property
     def resource_id_path(self) -> Path:
         return self.dir / "resource-id"

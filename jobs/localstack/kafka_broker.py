@@ -249,6 +249,11 @@ class KafkaService(Service):
         self.mode_marker = self.dir / "data.mode"
         self._java: str | None = None
 
+    @classmethod
+    def instances(cls, settings: StackSettings) -> list[Service]:
+        """One service per broker; `kafka` names them all (stack.select)."""
+        return [cls(settings, node) for node in range(1, settings.kafka_brokers + 1)]
+
     @property
     def log_path(self) -> Path:
         return self.logs_dir / "server.log"

@@ -40,6 +40,11 @@ class Service(abc.ABC):
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
 
+    @classmethod
+    def instances(cls, settings: StackSettings) -> list[Service]:
+        """The processes of this kind the settings ask for; one unless a kind says otherwise."""
+        return [cls(settings)]
+
     @property
     def dir(self) -> Path:
         return self.settings.home / self.name

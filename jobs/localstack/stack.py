@@ -20,6 +20,8 @@ from jobs.localstack.triton_server import TritonService
 
 log = logging.getLogger(__name__)
 
+# A Service class (which may make several processes: Service.instances) or any callable
+# making one service.
 ServiceFactory = Callable[[StackSettings], Service]
 
 # Start order; `down` walks it backwards. Flink and Triton go after Kafka and Redis,
@@ -75,19 +77,10 @@ class Stack:
         registry: Sequence[tuple[str, ServiceFactory]] = REGISTRY,
     ) -> None:
         self.settings = settings
-        self.services: dict[str, Service] = {}
-        for name, make in registry:
-            if make is KafkaService:
-                # One service per broker; `kafka` names them all (see select).
-                for node in range(1, settings.kafka_brokers + 1):
-                    broker = KafkaService(settings, node)
-                    self.services[broker.name] = broker
-            elif make is FlinkTaskManager:
-                for number in range(1, settings.flink_taskmanagers + 1):
-                    manager = FlinkTaskManager(settings, number)
-                    self.services[manager.name] = manager
-            else:
-                self.services[name] = make(settings)
+        # A kind may run several processes (brokers, TaskManagers), each a service.
+        self.services: dict[str, Service] = {
+            service.name: service for _, make in registry for service in _made(make, settings)
+        }
 
     def _selected(
         self, names: Sequence[str] | None, optional: frozenset[str] = frozenset()
@@ -140,6 +133,11 @@ class Stack:
             process.stop(pid, service.marker, service.stop_timeout_s)
             service.pidfile.unlink(missing_ok=True)
             raise
+
+
+def _made(make: ServiceFactory, settings: StackSettings) -> list[Service]:
+    kind = make if isinstance(make, type) and issubclass(make, Service) else None
+    return kind.instances(settings) if kind is not None else [make(settings)]
 
 
 def _stop(name: str, pidfile: Path, marker: str, timeout_s: float) -> None:
