@@ -94,6 +94,27 @@ def mlflow_registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stack.down(["mlflow"])
 
 
+@dataclass(frozen=True)
+class RedisClusterStack:
+    """A real Redis Cluster of the stack manager (three masters, three replicas)."""
+
+    stack: Stack
+    url: str  # redis+cluster://, the form every role takes
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisClusterStack]:
+    """Shared by the tests that leave its shape as they found it; a test that fails a
+    node over starts one of its own (``tests.support.stacks.own_stack_settings``)."""
+    settings = own_stack_settings(tmp_path_factory.mktemp("redis-cluster"), redis_cluster=True)
+    local = Stack(settings)
+    local.up(["redis"])
+    try:
+        yield RedisClusterStack(local, settings.redis_url)
+    finally:
+        local.down(["redis"])
+
+
 # --- Triton: the real tritonserver on free ports, serving a temporary model repository ---
 
 

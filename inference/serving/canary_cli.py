@@ -20,6 +20,7 @@ from inference.serving.settings import MODELS, ServingSettings
 from inference.serving.worker_metrics import scrape
 from schemas.metrics_server import serve_registry
 from schemas.model_registry import DEFAULT_TRACKING_URI, RegistryClient, is_model_uri, tracking_uri
+from schemas.online.connect import connect
 from schemas.routing import routing_key
 
 
@@ -108,7 +109,7 @@ def run_canary(args: argparse.Namespace, settings: ServingSettings) -> Outcome:
         TritonControl(url, control_key=settings.control_key, tls_ca=settings.tls_ca) for url in urls
     ]
     workers = [u.strip() for u in args.worker_metrics.split(",") if u.strip()]
-    client = redis.Redis.from_url(settings.redis_url, socket_timeout=5)
+    client = connect(settings.redis_url, socket_timeout=5)
     store = RoutingStore(client, routing_key(settings.project, settings.model))
     registry = RegistryClient(registry_uri) if registry_uri else None
     metrics = CanaryMetrics()
@@ -138,9 +139,7 @@ def repin_routing(settings: ServingSettings) -> Callable[[int], None]:
     ask for the old one by name would get errors. Without Redis it can only warn."""
 
     def repin(version: int) -> None:
-        client = redis.Redis.from_url(
-            settings.redis_url, socket_timeout=5, socket_connect_timeout=5
-        )
+        client = connect(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
         key = routing_key(settings.project, settings.model)
         try:
             if client.exists(key):

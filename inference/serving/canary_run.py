@@ -33,8 +33,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis
-
 from inference.serving import repository
 from inference.serving.canary import Breach, Guards, VariantFigures, judge, summary
 from inference.serving.canary_metrics import CanaryMetrics
@@ -42,6 +40,7 @@ from inference.serving.control import TritonControl, check_version
 from inference.serving.errors import RolloutError, ServingError
 from schemas.model_files import MANIFEST_FILE
 from schemas.model_registry import RegistryClient, RegistryError
+from schemas.online.connect import OnlineClient
 from schemas.routing import Routing, Variant, encode
 
 log = logging.getLogger(__name__)
@@ -73,7 +72,7 @@ class Outcome:
 class RoutingStore:
     """The routing key of one model in the online store's Redis."""
 
-    def __init__(self, client: redis.Redis, key: str) -> None:
+    def __init__(self, client: OnlineClient, key: str) -> None:
         self.client, self.key = client, key
 
     def put(self, routing: Routing) -> None:

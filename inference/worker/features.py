@@ -18,9 +18,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
+from schemas.online.connect import OnlineClient
 from schemas.online.covisit import Neighbours, read_neighbours
 from schemas.online.redis_store import decode_reply, queue_row_reads
 from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
@@ -100,7 +100,7 @@ class PipelineReads:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: OnlineClient,
         project: str,
         on_unreadable: UnreadableHandler = ignore_unreadable,
     ) -> None:
@@ -265,7 +265,7 @@ class FeatureReader:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: OnlineClient,
         project: str,
         inventory_key: str,
         on_unreadable: UnreadableHandler = ignore_unreadable,

@@ -12,8 +12,7 @@ import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import redis
-
+from schemas.online.connect import OnlineClient, connect, node_client
 from schemas.settings import Settings, redis_url_setting, setting
 from schemas.views import PROJECT
 
@@ -35,14 +34,15 @@ def inventory_key(project: str = DEFAULT_PROJECT) -> str:
 
 
 def mark(
-    client: redis.Redis,
+    client: OnlineClient,
     out_of_stock: Iterable[int] = (),
     back_in_stock: Iterable[int] = (),
     project: str = DEFAULT_PROJECT,
 ) -> None:
     """Mark items out of stock and back in stock, atomically."""
     out, back = list(out_of_stock), list(back_in_stock)
-    pipe = client.pipeline(transaction=True)
+    # One key, so one node even on a cluster, where only a node runs MULTI/EXEC.
+    pipe = node_client(client, inventory_key(project)).pipeline(transaction=True)
     if out:
         pipe.sadd(inventory_key(project), *out)
     if back:
@@ -50,7 +50,7 @@ def mark(
     pipe.execute()
 
 
-def out_of_stock(client: redis.Redis, project: str = DEFAULT_PROJECT) -> set[int]:
+def out_of_stock(client: OnlineClient, project: str = DEFAULT_PROJECT) -> set[int]:
     members: set[bytes] = client.smembers(inventory_key(project))  # type: ignore[assignment]
     return {int(member) for member in members}
 
@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     InventorySettings.add_flags(parser)
     args = parser.parse_args(argv)
     settings = InventorySettings.load(None, args)
-    client = redis.Redis.from_url(settings.redis_url)
+    client = connect(settings.redis_url)
     mark(client, args.out, args.back, settings.project)
     if args.list:
         print(" ".join(str(i) for i in sorted(out_of_stock(client, settings.project))))

@@ -28,10 +28,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
-
 from inference.worker.arrival import message_start_ms
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import appended_ms, late_positions
@@ -55,6 +51,7 @@ from inference.worker.scoring import (
 from inference.worker.settings import WorkerSettings
 from inference.worker.stuck import unless_stuck
 from schemas.codec import request_codec, wall_clock_ms
+from schemas.online.connect import OnlineClient, connect
 from schemas.records import Recommendation
 from schemas.routing import Routing, routing_key
 
@@ -83,7 +80,7 @@ def build_scorer(settings: WorkerSettings) -> Scorer:
     )
 
 
-def redis_client(settings: WorkerSettings) -> redis.Redis:
+def redis_client(settings: WorkerSettings) -> OnlineClient:
     """A client whose every call fails within ``redis_timeout_ms``.
 
     No retries, stated rather than inherited: redis-py 6 retries three times with a
@@ -91,11 +88,8 @@ def redis_client(settings: WorkerSettings) -> redis.Redis:
     while Redis is down or stopped. The breaker, not the client, decides when to retry.
     """
     timeout = settings.redis_timeout_ms / 1000
-    return redis.Redis.from_url(
-        settings.redis_url,
-        socket_timeout=timeout,
-        socket_connect_timeout=timeout,
-        retry=Retry(NoBackoff(), 0),
+    return connect(
+        settings.redis_url, fail_fast=True, socket_timeout=timeout, socket_connect_timeout=timeout
     )
 
 

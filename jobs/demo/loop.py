@@ -17,8 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
-
 from jobs.demo.outcome import Answered, Asked
 from jobs.demo.processes import Part
 from jobs.localstack.process import port_in_use
@@ -34,6 +32,7 @@ from schemas.kafka import (
     ensure_topics,
     request_topic_spec,
 )
+from schemas.online.connect import connect
 from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
@@ -88,7 +87,7 @@ def drop_project_keys(redis_url: str, project: str) -> int:
 
     Needs a principal that may SCAN (the admin on a secured stack).
     """
-    with redis.Redis.from_url(redis_url) as client:
+    with connect(redis_url) as client:
         globs = project_key_globs(project)
         keys = [key for glob in globs for key in client.scan_iter(glob, count=KEYS_PER_CALL)]
         for start in range(0, len(keys), KEYS_PER_CALL):
@@ -318,7 +317,7 @@ def warm_up(
     ingest check then expects back.
     """
     producer = KeyedProducer(kafka)
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)
     sent: list[BehaviorEvent] = []
     deadline = time.monotonic() + READY_TIMEOUT_S
     try:

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import redis
-
 from inference.serving import repository
 from inference.serving.control import TritonControl, rollout
 from jobs.demo.loop import RunTopics, part_group
@@ -27,6 +25,7 @@ from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
 from jobs.ranker.artifacts import MANIFEST
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import connect
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODEL = "ranker_python"  # the python-backend model: the wheel's binary has no ORT backend
@@ -65,7 +64,7 @@ def grant_run(services: Services, topics: RunTopics, group: str, project: str) -
     """
     if not services.roles:
         return
-    with redis.Redis.from_url(services.redis_url) as admin:
+    with connect(services.redis_url) as admin:
         grant_project(admin, project)
     names = AclNames(
         events=topics.events, requests=topics.requests,

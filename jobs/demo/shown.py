@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import redis
-
 from jobs.demo.outcome import Answered
+from schemas.online.connect import connect
 from schemas.online.redis_store import read_rows
 from schemas.views import PROJECT
 
@@ -18,7 +17,7 @@ def shown_lines(
     """The answers of the users with the longest click sequences, with those clicks."""
     latest = {a.recommendation.user_id: a.recommendation for a in answered}
     users = list(latest)
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)
     try:
         rows = read_rows(
             client, "user_recent_clicks", users, ["item_ids", "behaviors"], project=project

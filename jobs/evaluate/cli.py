@@ -29,8 +29,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import redis
-
 from jobs.datasets import RowAudit, read_dataset
 from jobs.demo.services import demo_services, ensure_model
 from jobs.evaluate.materialize import materialize, prefix_updates
@@ -52,6 +50,7 @@ from jobs.evaluate.report import (
 from jobs.evaluate.truth import next_items
 from jobs.ranker.events import PROFILES, holdout_start, in_range, load_events
 from schemas.codec import wall_clock_ms
+from schemas.online.connect import connect
 from schemas.ranking import POPULAR_FILE
 from schemas.settings import cache_dir, model_dir, stack_home
 
@@ -141,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     names = RunNames(run_id)
     log_dir = stack_home() / "eval" / run_id
     with demo_services(model, args.keep_stack) as services:
-        client = redis.Redis.from_url(services.redis_url)
+        client = connect(services.redis_url)
         updates = prefix_updates(prefix, cut_ms + offset)
         stores = sorted({v.store for v in chosen})
         written = materialize(client, updates, [names.project(s) for s in stores])

@@ -14,9 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import redis
-
-from jobs.feature_writer.covisit import CovisitOptions, batch_visits, script_calls
+from jobs.feature_writer.covisit import CovisitOptions, batch_visits, count_calls
 from jobs.feature_writer.rows import ConversionOptions, to_rows
 from jobs.features.reference import (
     WindowSpec,
@@ -26,6 +24,7 @@ from jobs.features.reference import (
     user_windows,
 )
 from schemas.features import FeatureUpdate
+from schemas.online.connect import OnlineClient
 from schemas.online.redis_store import OnlineStoreWriter
 from schemas.records import BehaviorEvent
 from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
@@ -62,7 +61,7 @@ def _newest(windows: Iterable[Any], key: Any) -> list[Any]:
 
 
 def materialize(
-    client: redis.Redis, updates: Sequence[FeatureUpdate], projects: Sequence[str]
+    client: OnlineClient, updates: Sequence[FeatureUpdate], projects: Sequence[str]
 ) -> int:
     """Write ``updates`` (rows and co-visitation counts) into each project; rows written."""
     rows = to_rows(updates, ConversionOptions(horizon_ms=HORIZON_MS))
@@ -71,9 +70,10 @@ def materialize(
         writer = OnlineStoreWriter(client, project)
         options = CovisitOptions(project=project)
         visits = batch_visits(((None, u) for u in updates), options.window_ms)
-        calls = script_calls(visits, options)
-        for start in range(0, max(len(rows), len(calls)), WRITE_CHUNK):
+        for start in range(0, max(len(rows), len(visits)), WRITE_CHUNK):
             chunk_rows = rows[start : start + WRITE_CHUNK]
-            chunk_calls = calls[start : start + WRITE_CHUNK]
-            written += writer.write(chunk_rows, chunk_calls).written
+            counts = count_calls(
+                visits[start : start + WRITE_CHUNK], options, cluster=writer.is_cluster
+            )
+            written += writer.write(chunk_rows, counts).written
     return written

@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
-import redis
-
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.loop import FeatureWriterLoop
 from jobs.feature_writer.metrics import serve
@@ -18,6 +16,7 @@ from jobs.feature_writer.settings import WriterSettings, parse_args, settings_fr
 from schemas.codec import feature_update_codec
 from schemas.consumer import RecordConsumer
 from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
+from schemas.online.connect import OnlineClient, connect
 from schemas.online.redis_store import OnlineStoreWriter
 from schemas.redact import install_redaction
 from schemas.topics import dead_letter_topic
@@ -29,9 +28,9 @@ logger = logging.getLogger("jobs.feature_writer")
 START_WAIT_S = 300.0
 
 
-def redis_client(url: str) -> redis.Redis:
+def redis_client(url: str) -> OnlineClient:
     """A client that fails fast, so the loop's own backoff handles outages."""
-    return redis.Redis.from_url(url, socket_timeout=5.0, socket_connect_timeout=2.0)
+    return connect(url, socket_timeout=5.0, socket_connect_timeout=2.0)
 
 
 def build_loop(settings: WriterSettings, stop: threading.Event | None = None) -> FeatureWriterLoop:

@@ -19,17 +19,25 @@ newer one, already counted. That loses a few pairs instead of counting some twic
 Memory stays bounded: each touched set is cut to its ``neighbours`` best
 members and its TTL renewed, so a set nobody co-visits for ``ttl_s`` goes away.
 A member cut from a full set starts again from 1 when it comes back.
+
+On a Redis Cluster the guard and the sets it guards live in different slots, and
+no script spans slots; :func:`guarded_calls` splits the work instead. The guards
+of the batch's users are read first, the visits newer than them are counted with
+one call per touched set (in the rows' round), and the guards move only after
+every count was acknowledged. A batch that fails between the two is sent again
+and counts its visits again: on a cluster, counting is at-least-once (never lost,
+rarely doubled), where one Redis has it exactly once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from schemas.features import FeatureUpdate, UserRecentEvents
 from schemas.online.covisit import Visit, neighbours_key, newest_visit, seen_key
-from schemas.online.redis_store import ScriptCall
+from schemas.online.redis_store import GuardedCalls, Plan, ScriptCall
 from schemas.views import PROJECT
 from schemas.windows import WINDOW_MS
 
@@ -113,6 +121,16 @@ def batch_visits(
     return out
 
 
+def count_calls(
+    visits: Sequence[tuple[int, Visit]], options: CovisitOptions, *, cluster: bool
+) -> list[ScriptCall] | GuardedCalls:
+    """The calls that count ``visits``: atomic scripts on one Redis, guarded calls on a
+    cluster (see the module's docstring); nothing for no visits."""
+    if not visits:
+        return []
+    return guarded_calls(visits, options) if cluster else script_calls(visits, options)
+
+
 def script_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -> list[ScriptCall]:
     """The :data:`COUNT_VISITS` calls for ``visits``, in order, in chunks (pure)."""
     calls = []
@@ -126,3 +144,89 @@ def script_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -
             argv += (visit.ts, visit.item_id, len(visit.earlier), *visit.earlier)
         calls.append(ScriptCall(COUNT_VISITS, keys, argv))
     return calls
+
+
+# The cluster's halves of COUNT_VISITS (see the module's docstring). KEYS[1]: one item's
+# set; ARGV: neighbours kept, set TTL (s), then the members to add 1 to, repeats allowed.
+COUNT_PAIRS = """
+local keep, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
+for i = 3, #ARGV do redis.call('ZINCRBY', KEYS[1], 1, ARGV[i]) end
+redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(keep + 1))
+redis.call('EXPIRE', KEYS[1], ttl)
+return #ARGV - 2
+"""
+# KEYS[1]: a user's guard; ARGV: ts, item, TTL (ms). Moves the guard forward only, so a
+# late or repeated call never moves it back. Returns 1 if it moved.
+ADVANCE_SEEN = """
+local seen = redis.call('GET', KEYS[1])
+local ts, item = tonumber(ARGV[1]), tonumber(ARGV[2])
+if seen then
+  local seen_ts, seen_item = string.match(seen, '^(%d+):(%d+)$')
+  if seen_ts then
+    seen_ts, seen_item = tonumber(seen_ts), tonumber(seen_item)
+    if not (ts > seen_ts or (ts == seen_ts and item > seen_item)) then return 0 end
+  end
+end
+redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'PX', tonumber(ARGV[3]))
+return 1
+"""
+
+
+def parse_seen(value: bytes | None) -> tuple[int, int] | None:
+    """A guard's ``(ts, item)``; None for none or for a value that is not one (pure).
+
+    As the scripts read it: a foreign value guards nothing.
+    """
+    if value is None:
+        return None
+    ts, _, item = value.partition(b":")
+    if not ts.isdigit() or not item.isdigit():
+        return None
+    return int(ts), int(item)
+
+
+def plan_counts(
+    visits: Sequence[tuple[int, Visit]],
+    guards: Mapping[int, tuple[int, int] | None],
+    options: CovisitOptions,
+) -> Plan:
+    """The cluster's count and guard calls for ``visits``, given each user's guard (pure).
+
+    Visits are taken in order, each counted if newer than its user's guard as it
+    stands after the visits before it: the same decisions COUNT_VISITS makes.
+    """
+    project = options.project
+    current = dict(guards)
+    members: dict[int, list[int]] = {}  # item whose set grows -> members to add
+    counted = 0
+    for user_id, visit in visits:
+        seen = current.get(user_id)
+        if seen is not None and (visit.ts, visit.item_id) <= seen:
+            continue
+        current[user_id] = (visit.ts, visit.item_id)
+        counted += 1
+        for item, member in visit.pairs():
+            members.setdefault(item, []).append(member)
+    counts = [
+        ScriptCall(COUNT_PAIRS, [neighbours_key(item, project)],
+                   [options.neighbours, options.ttl_s, *added])
+        for item, added in members.items()
+    ]  # fmt: skip
+    advanced = []
+    for user_id in dict.fromkeys(user for user, _ in visits):
+        newest = current.get(user_id)
+        if newest is not None and newest != guards.get(user_id):
+            key = seen_key(user_id, project)
+            advanced.append(ScriptCall(ADVANCE_SEEN, [key], [*newest, options.seen_ttl_ms]))
+    return Plan(counts, advanced, counted)
+
+
+def guarded_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -> GuardedCalls:
+    """:func:`plan_counts` for the writer to run after reading the users' guards."""
+    users = list(dict.fromkeys(user for user, _ in visits))
+
+    def plan(values: list[bytes | None]) -> Plan:
+        guards = {user: parse_seen(value) for user, value in zip(users, values, strict=True)}
+        return plan_counts(visits, guards, options)
+
+    return GuardedCalls([seen_key(user, options.project) for user in users], plan)

@@ -1,7 +1,9 @@
 """One variable in, Feast's placeholders out: ``STREAMREC_REDIS_URL`` to feature_store.yaml.
 
 ``feature_repo/feature_store.yaml`` reads ``${STREAMREC_FEAST_REDIS}`` (Feast's
-``host:port,db=N,...`` connection string) and ``${STREAMREC_FEAST_REGISTRY}``.
+``host:port,db=N,...`` connection string), ``${STREAMREC_FEAST_REDIS_TYPE}``
+(``redis``, or ``redis_cluster`` for a ``redis+cluster://`` URL) and
+``${STREAMREC_FEAST_REGISTRY}``.
 Feast 0.67 expands them with ``os.path.expandvars`` (no defaults; an unset
 variable stays literally ``${...}``), so this module derives both from the
 variables users already set. Explicitly set values win.
@@ -26,10 +28,12 @@ import yaml
 from feast import FeatureStore, RepoConfig
 
 from jobs.feature_writer.errors import SettingsError
+from schemas.online.connect import is_cluster_url, parse_cluster_url
 from schemas.redact import redact
 from schemas.settings import DEFAULT_REDIS_URL, MASK, REDIS_URL_ENV, mask_url, secret_texts
 
 FEAST_REDIS_ENV = "STREAMREC_FEAST_REDIS"
+FEAST_REDIS_TYPE_ENV = "STREAMREC_FEAST_REDIS_TYPE"
 FEAST_REGISTRY_ENV = "STREAMREC_FEAST_REGISTRY"
 STACK_HOME_ENV = "STREAMREC_STACK_HOME"
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -38,12 +42,23 @@ REPO_PATH = CHECKOUT / "feature_repo"
 _VAR = re.compile(r"\$(\w+|\{[^}]*\})")
 
 
+def feast_redis_type(redis_url: str) -> str:
+    """Feast's ``redis_type`` for the store behind ``redis_url``."""
+    return "redis_cluster" if is_cluster_url(redis_url) else "redis"
+
+
 def feast_connection_string(redis_url: str) -> str:
-    """``redis://[user:pass@]host:port/db`` as Feast's ``host:port,db=N[,...]``."""
+    """``redis://[user:pass@]host:port/db`` as Feast's ``host:port,db=N[,...]``; a
+    ``redis+cluster://`` URL as ``host:port,host:port[,...]`` (a cluster has no db)."""
+    if is_cluster_url(redis_url):
+        return _cluster_connection_string(redis_url)
     parts = urlsplit(redis_url)
     if parts.scheme not in ("redis", "rediss"):
         shown = mask_url(redis_url)  # the URL's password stays out of the message
-        raise SettingsError(f"{REDIS_URL_ENV} must be redis:// or rediss://, not {shown!r}")
+        raise SettingsError(
+            f"{REDIS_URL_ENV} must be redis://, rediss://, redis+cluster:// or "
+            f"rediss+cluster://, not {shown!r}"
+        )
     db = parts.path.strip("/") or "0"
     fields = [f"{parts.hostname or '127.0.0.1'}:{parts.port or 6379}", f"db={db}"]
     if parts.username:
@@ -64,12 +79,33 @@ def feast_connection_string(redis_url: str) -> str:
     return ",".join(fields)
 
 
+def _cluster_connection_string(redis_url: str) -> str:
+    try:
+        address = parse_cluster_url(redis_url)
+    except ValueError as exc:
+        raise SettingsError(f"{REDIS_URL_ENV}: {exc}") from exc
+    fields = [f"{host}:{port}" for host, port in address.nodes]
+    if address.username:
+        fields.append(f"username={address.username}")
+    if address.password:
+        if "," in address.password:
+            raise SettingsError("Feast's connection string cannot carry a password with ','")
+        fields.append(f"password={address.password}")
+    if address.tls:
+        fields.append("ssl=true")
+    if address.ssl_ca_certs:
+        fields.append(f"ssl_ca_certs={address.ssl_ca_certs}")
+    return ",".join(fields)
+
+
 def feast_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The placeholder values feature_store.yaml needs, derived unless set explicitly."""
     env = os.environ if environ is None else environ
     stack_home = Path(env.get(STACK_HOME_ENV) or CHECKOUT / ".stack")
+    redis_url = env.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL
     derived = {
-        FEAST_REDIS_ENV: feast_connection_string(env.get(REDIS_URL_ENV) or DEFAULT_REDIS_URL),
+        FEAST_REDIS_ENV: feast_connection_string(redis_url),
+        FEAST_REDIS_TYPE_ENV: feast_redis_type(redis_url),
         FEAST_REGISTRY_ENV: str(stack_home / "feast" / "registry.db"),
     }
     return {name: env.get(name) or value for name, value in derived.items()}

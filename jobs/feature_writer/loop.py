@@ -34,7 +34,7 @@ from typing import Any
 import redis
 from confluent_kafka import KafkaException
 
-from jobs.feature_writer.covisit import CovisitOptions, batch_visits, script_calls
+from jobs.feature_writer.covisit import CovisitOptions, batch_visits, count_calls
 from jobs.feature_writer.errors import WriterStopped
 from jobs.feature_writer.metrics import WriterMetrics
 from jobs.feature_writer.rows import ConversionOptions, convert_batch
@@ -42,7 +42,7 @@ from schemas.consumer import Offsets, RecordConsumer
 from schemas.errors import SchemaViolation
 from schemas.features import FeatureUpdate, UserRecentEvents
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import OnlineStoreWriter, ScriptCall, WriteResult
+from schemas.online.redis_store import GuardedCalls, OnlineStoreWriter, ScriptCall, WriteResult
 
 logger = logging.getLogger(__name__)
 STATS_EVERY_S = 10.0
@@ -188,7 +188,9 @@ class FeatureWriterLoop:
         if in_flight is not None:
             self._settle(in_flight)
 
-    def _start_write(self, rows: list[FeatureRow], counts: list[ScriptCall]) -> Future[WriteResult]:
+    def _start_write(
+        self, rows: list[FeatureRow], counts: list[ScriptCall] | GuardedCalls
+    ) -> Future[WriteResult]:
         if not rows and not counts:
             done: Future[WriteResult] = Future()
             done.set_result(WriteResult(0, 0))
@@ -240,13 +242,16 @@ class FeatureWriterLoop:
             self._count(bad_rows=1)
         return rows
 
-    def _covisit_calls(self, batch: Sequence[tuple[Any, FeatureUpdate]]) -> list[ScriptCall]:
+    def _covisit_calls(
+        self, batch: Sequence[tuple[Any, FeatureUpdate]]
+    ) -> list[ScriptCall] | GuardedCalls:
         if self._covisit is None:
             return []
-        return script_calls(batch_visits(batch, self._covisit.window_ms), self._covisit)
+        visits = batch_visits(batch, self._covisit.window_ms)
+        return count_calls(visits, self._covisit, cluster=self._writer.is_cluster)
 
     def _write_until_done(
-        self, rows: Sequence[FeatureRow], also: Sequence[ScriptCall] = ()
+        self, rows: Sequence[FeatureRow], also: Sequence[ScriptCall] | GuardedCalls = ()
     ) -> WriteResult:
         attempt = 0
         while True:

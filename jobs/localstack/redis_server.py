@@ -1,8 +1,12 @@
 """A throwaway Redis (the Feast online store) from the system's redis-server binary.
 
-In the secured mode (``STREAMREC_STACK_SECURE``) it listens with TLS only and knows
-the ACL users of :mod:`jobs.localstack.redis_acl`; :func:`redis_url_for` gives the
-URL one principal connects with.
+With ``STREAMREC_REDIS_CLUSTER`` it is a Redis Cluster instead: six processes
+(``redis-1`` .. ``redis-6``) on consecutive ports, joined by the last one's
+``after_start`` (:mod:`jobs.localstack.redis_cluster`).
+
+In the secured mode (``STREAMREC_STACK_SECURE``) it listens with TLS only and
+knows the ACL users of :mod:`jobs.localstack.redis_acl`; :func:`redis_url_for`
+gives the URL one principal connects with.
 """
 
 from __future__ import annotations
@@ -17,21 +21,28 @@ from jobs.localstack import binaries
 from jobs.localstack.credentials import ensure_credentials
 from jobs.localstack.errors import StackError
 from jobs.localstack.redis_acl import render_acl_file
+from jobs.localstack.redis_cluster import form_cluster
 from jobs.localstack.service import Service
-from jobs.localstack.settings import HOST, StackSettings
+from jobs.localstack.settings import HOST, REDIS_CLUSTER_MASTERS, REDIS_CLUSTER_NODES, StackSettings
 from jobs.localstack.tls import TlsFiles, ensure_certificates
 
 REDIS_MAXMEMORY = "2gb"
 ACL_FILE = "users.acl"
+# How long a master may be unreachable before its replica is promoted. Redis's default
+# (15 s) suits networks; on one machine a dead process is dead, and a short timeout
+# keeps the slots it served unwritable for about 2-4 s instead of 15-30.
+CLUSTER_NODE_TIMEOUT_MS = 2000
 
 
-def _listener_lines(settings: StackSettings, data_dir: Path, tls: TlsFiles | None) -> list[str]:
+def _listener_lines(
+    settings: StackSettings, data_dir: Path, tls: TlsFiles | None, port: int
+) -> list[str]:
     if tls is None:
-        return [f"port {settings.redis_port}"]
+        return [f"port {port}"]
     return [
         # No plaintext port at all: a client that does not speak TLS cannot even say hello.
         "port 0",
-        f"tls-port {settings.redis_port}",
+        f"tls-port {port}",
         f'tls-cert-file "{tls.server_cert}"',
         f'tls-key-file "{tls.server_key}"',
         f'tls-ca-cert-file "{tls.ca_cert}"',
@@ -41,15 +52,33 @@ def _listener_lines(settings: StackSettings, data_dir: Path, tls: TlsFiles | Non
     ]
 
 
-def render_redis_conf(settings: StackSettings, data_dir: Path, tls: TlsFiles | None = None) -> str:
+def _cluster_lines() -> list[str]:
+    return [
+        "cluster-enabled yes",
+        # The node's view of the cluster (its id, peers, slots), rewritten by Redis
+        # itself: a restarted node rejoins as what it was.
+        "cluster-config-file nodes.conf",
+        f"cluster-node-timeout {CLUSTER_NODE_TIMEOUT_MS}",
+        # The slots of a master that is down fail, the others keep serving: one lost
+        # shard must not stop every user's features.
+        "cluster-require-full-coverage no",
+    ]
+
+
+def render_redis_conf(
+    settings: StackSettings, data_dir: Path, tls: TlsFiles | None = None, port: int | None = None
+) -> str:
     """Config for a loopback-only instance that stays in the foreground and keeps its data.
 
     With ``tls`` (the secured mode) the port speaks TLS only and the users come
     from the ACL file beside the config, which :meth:`RedisService.prepare` writes.
+    ``port`` (default the Redis port) names a cluster node's, and makes it one.
     """
+    cluster = port is not None
     lines = [
         "# Written by jobs.localstack on every start; edits are overwritten.",
-        *_listener_lines(settings, data_dir, tls),
+        *_listener_lines(settings, data_dir, tls, settings.redis_port if port is None else port),
+        *(_cluster_lines() if cluster else []),
         f"bind {HOST}",
         f'dir "{data_dir}"',
         # The online store survives a Redis restart: nothing rebuilds it from Kafka (the
@@ -85,17 +114,31 @@ def render_redis_conf(settings: StackSettings, data_dir: Path, tls: TlsFiles | N
 class RedisService(Service):
     name = "redis"
 
-    def __init__(self, settings: StackSettings) -> None:
+    def __init__(self, settings: StackSettings, node: int = 0) -> None:
+        """``node`` 0: the one Redis; 1..6: that node of the cluster."""
         super().__init__(settings)
+        self.node = node
+        if node:
+            self.name = f"redis-{node}"
+        self.port = settings.redis_port + max(node - 1, 0)
         self.conf = self.dir / "redis.conf"
         self._binary: str | None = None
+
+    @classmethod
+    def instances(cls, settings: StackSettings) -> list[Service]:
+        """One Redis, or the cluster's six nodes; `redis` names them all (stack.select)."""
+        if not settings.redis_cluster:
+            return [cls(settings)]
+        return [cls(settings, node) for node in range(1, REDIS_CLUSTER_NODES + 1)]
 
     @property
     def stdout_path(self) -> Path:
         return self.dir / "redis.log"
 
     def ports(self) -> tuple[int, ...]:
-        return (self.settings.redis_port,)
+        if self.node:  # and the cluster bus, which Redis puts 10000 above
+            return (self.port, self.port + 10000)
+        return (self.port,)
 
     def endpoint(self) -> str:
         if self.settings.secure:
@@ -122,7 +165,8 @@ class RedisService(Service):
             tls = ensure_certificates(self.settings.secrets_dir)
             passwords = ensure_credentials(self.settings.secrets_dir).redis
             write_private(self.dir / ACL_FILE, render_acl_file(passwords))
-        self.conf.write_text(render_redis_conf(self.settings, self.dir, tls))
+        port = self.port if self.node else None
+        self.conf.write_text(render_redis_conf(self.settings, self.dir, tls, port))
 
     def command(self) -> list[str]:
         binary = self._binary or binaries.ensure_redis_server()
@@ -136,7 +180,7 @@ class RedisService(Service):
             )
         else:
             client = redis.Redis(
-                host=HOST, port=self.settings.redis_port, socket_timeout=1, socket_connect_timeout=1
+                host=HOST, port=self.port, socket_timeout=1, socket_connect_timeout=1
             )
         try:
             return client.ping() is True
@@ -144,6 +188,11 @@ class RedisService(Service):
             return False
         finally:
             client.close()
+
+    def after_start(self) -> None:
+        # The last node joins them all; the earlier ones are up by then (start order).
+        if self.node == REDIS_CLUSTER_NODES:
+            form_cluster(self.settings.redis_node_ports(), REDIS_CLUSTER_MASTERS)
 
 
 def redis_url_for(settings: StackSettings, user: str) -> str:

@@ -21,6 +21,10 @@ HOST = "127.0.0.1"
 MAX_KAFKA_BROKERS = 5
 KAFKA_NODE_PORT_STEP = 100
 MAX_TASKMANAGERS = 4
+# A Redis Cluster of three masters, each with one replica: the smallest that survives a
+# master's loss (a majority of masters must agree on its replica's promotion).
+REDIS_CLUSTER_MASTERS = 3
+REDIS_CLUSTER_NODES = 2 * REDIS_CLUSTER_MASTERS
 
 
 def _absolute(text: str) -> Path:
@@ -87,6 +91,13 @@ class StackSettings(Settings):
     flink_taskmanagers: int = setting(
         1, env="STREAMREC_FLINK_TASKMANAGERS", help="Flink TaskManagers to start (one slot each)"
     )
+    # A Redis Cluster (three masters, three replicas) instead of one Redis; node n
+    # listens on the Redis port plus n - 1 (its cluster bus on that plus 10000).
+    redis_cluster: bool = setting(
+        False,
+        env="STREAMREC_REDIS_CLUSTER",
+        help="start a Redis Cluster of six nodes (three masters, three replicas)",
+    )
     # None: `<home>/models`, where `streamrec-serving publish` writes by default.
     triton_model_repository: Path | None = setting(
         None,
@@ -120,6 +131,11 @@ class StackSettings(Settings):
             raise StackError(
                 f"{self.variable('kafka_brokers')} > 1 is not available in the secured mode "
                 "yet: the secured listeners are set up for a single node"
+            )
+        if self.redis_cluster and self.secure:
+            raise StackError(
+                f"{self.variable('redis_cluster')} is not available in the secured mode "
+                "yet: its nodes' TLS bus and replication users are not set up"
             )
         if not 1 <= self.flink_taskmanagers <= MAX_TASKMANAGERS:
             raise StackError(f"{self.variable('flink_taskmanagers')} must be 1..{MAX_TASKMANAGERS}")
@@ -158,8 +174,17 @@ class StackSettings(Settings):
         nodes = range(1, self.kafka_brokers + 1)
         return ",".join(f"{HOST}:{self.kafka_node_ports(node)[0]}" for node in nodes)
 
+    def redis_node_ports(self) -> list[int]:
+        """The client port of every Redis process: one, or the cluster's six."""
+        nodes = REDIS_CLUSTER_NODES if self.redis_cluster else 1
+        return [self.redis_port + offset for offset in range(nodes)]
+
     @property
     def redis_url(self) -> str:
+        if self.redis_cluster:
+            # The masters' ports, so discovery starts even with one of them down.
+            ports = self.redis_node_ports()[:REDIS_CLUSTER_MASTERS]
+            return "redis+cluster://" + ",".join(f"{HOST}:{port}" for port in ports)
         return f"redis://{HOST}:{self.redis_port}/0"
 
     @property

@@ -56,9 +56,10 @@ def select(
         return [name for name in known if name not in optional]
     # Only aliases whose members this registry has (tests use registries of their own).
     aliases = {alias: m for alias, m in ALIASES.items() if set(m) <= set(known)}
-    brokers = tuple(name for name in known if name.startswith("kafka-"))
-    if brokers and "kafka" not in known:
-        aliases["kafka"] = brokers  # several brokers start and stop together
+    for kind in ("kafka", "redis"):  # several brokers (cluster nodes) start and stop together
+        members = tuple(name for name in known if name.startswith(f"{kind}-"))
+        if members and kind not in known:
+            aliases[kind] = members
     if "flink" in aliases:
         managers = tuple(name for name in known if name.startswith("flink-taskmanager-"))
         aliases["flink"] = (*aliases["flink"], *managers)
@@ -97,13 +98,18 @@ class Stack:
     def down(self, services: Sequence[str] | None = None) -> None:
         """Stop the selected services in reverse start order; fine if nothing runs.
 
-        Brokers or TaskManagers started with another STREAMREC_KAFKA_BROKERS or
-        STREAMREC_FLINK_TASKMANAGERS are stopped too when their kind is selected:
-        `down` must leave no process behind whatever is set now."""
+        Brokers, TaskManagers or Redis nodes started with another STREAMREC_KAFKA_BROKERS,
+        STREAMREC_FLINK_TASKMANAGERS or STREAMREC_REDIS_CLUSTER are stopped too when
+        their kind is selected: `down` must leave no process behind whatever is set now."""
         selected = self._selected(services)
         for service in reversed(selected):
             _stop(service.name, service.pidfile, service.marker, service.stop_timeout_s)
-        for kind, pattern in ((KafkaService, "kafka*"), (FlinkTaskManager, "flink-taskmanager*")):
+        leftovers = (
+            (KafkaService, "kafka*"),
+            (FlinkTaskManager, "flink-taskmanager*"),
+            (RedisService, "redis*"),
+        )
+        for kind, pattern in leftovers:
             if any(isinstance(service, kind) for service in selected):
                 for pidfile in sorted(self.settings.home.glob(f"{pattern}/{pattern}.pid")):
                     marker = f"{pidfile.parent}/"

@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import redis
-
 from schemas.features import TS_DIGITS
+from schemas.online.connect import OnlineClient
 from schemas.views import PROJECT
 from schemas.windows import WINDOW_MS
 
@@ -105,7 +104,7 @@ def decode_neighbours(reply: Sequence[tuple[bytes, float]]) -> Neighbours:
 
 
 def read_neighbours(
-    client: redis.Redis, item_ids: Sequence[int], per_item: int, project: str = PROJECT
+    client: OnlineClient, item_ids: Sequence[int], per_item: int, project: str = PROJECT
 ) -> list[Neighbours]:
     """Each item's best ``per_item`` co-visited items, in one pipeline (empty where none)."""
     if not item_ids or per_item < 1:

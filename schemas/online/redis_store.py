@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
+from redis.crc import key_slot
 
+from schemas.online.cluster_calls import DEFAULT_WAIT_TIMEOUT_MS, ClusterCalls, ScriptCall
+from schemas.online.connect import OnlineClient
 from schemas.online.feast_format import (
     FeatureRow,
     decode_row,
@@ -90,6 +94,9 @@ return written
 ROWS_PER_CALL = 50
 
 
+__all__ = ["GuardedCalls", "OnlineStoreWriter", "ScriptCall", "WriteResult", "read_rows"]
+
+
 @dataclass(frozen=True)
 class WriteResult:
     written: int
@@ -98,12 +105,27 @@ class WriteResult:
 
 
 @dataclass(frozen=True)
-class ScriptCall:
-    """One more Lua call to run in a batch's pipeline, after its rows (see ``write``)."""
+class Plan:
+    """What :class:`GuardedCalls` decided: calls beside the rows, calls after them."""
 
-    script: str
-    keys: list[bytes]
-    argv: list[Any]
+    with_rows: list[ScriptCall]
+    after_rows: list[ScriptCall]
+    counted: int  # what the plan counts as done, reported as ``WriteResult.also``
+
+
+@dataclass(frozen=True)
+class GuardedCalls:
+    """Calls decided from the values of ``guard_keys``, read first (see ``write``).
+
+    The stand-in, on a Redis Cluster, for one script that checks a guard and
+    applies what it guards across slots: the guards are read, ``plan`` decides,
+    the decided calls go with the rows, and the guards' updates only after every
+    one of those was acknowledged. A failure between the two sends the batch
+    again: what it guards is then applied at least once instead of exactly once.
+    """
+
+    guard_keys: list[bytes]
+    plan: Callable[[list[bytes | None]], Plan]
 
 
 class OnlineStoreWriter:
@@ -111,16 +133,32 @@ class OnlineStoreWriter:
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: OnlineClient,
         project: str = PROJECT,
         key_ttl_seconds: int | None = None,
+        *,
+        replica_acks: int = 1,
+        wait_timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS,
     ) -> None:
+        """``replica_acks`` and ``wait_timeout_ms`` apply on a cluster only: how many
+        replicas of each master must confirm a batch, and how long to wait for them."""
         self._client = client
         self._project = project
         self._ttl = key_ttl_seconds or 0
         self._shas: dict[str, str] = {}
+        self._cluster = (
+            ClusterCalls(client, replica_acks, wait_timeout_ms)
+            if isinstance(client, RedisCluster)
+            else None
+        )
 
-    def write(self, rows: Sequence[FeatureRow], also: Sequence[ScriptCall] = ()) -> WriteResult:
+    @property
+    def is_cluster(self) -> bool:
+        return self._cluster is not None
+
+    def write(
+        self, rows: Sequence[FeatureRow], also: Sequence[ScriptCall] | GuardedCalls = ()
+    ) -> WriteResult:
         """Write ``rows`` in one pipeline; raises ``redis.RedisError`` if Redis fails.
 
         Each row is written only if its event time is strictly newer than the
@@ -131,26 +169,52 @@ class OnlineStoreWriter:
         acknowledged for the rows it acknowledged for them too. They must be
         idempotent, like the rows: a failed batch is sent again whole, and so is
         a pipeline that met a Redis which had lost its scripts.
+
+        ``also`` may instead be :class:`GuardedCalls`: its guards are read first, and
+        its ``after_rows`` calls are sent once the rest was acknowledged; the result's
+        ``also`` is then ``(plan.counted,)``.
         """
         if not rows and not also:
             return WriteResult(0, 0)
         calls = [ScriptCall(UPSERT_IF_NEWER, keys, argv) for keys, argv in self.script_calls(rows)]
-        calls += also
+        row_calls = len(calls)
+        after: list[ScriptCall] = []
+        if isinstance(also, GuardedCalls):
+            plan = also.plan(self._get(also.guard_keys))
+            calls += plan.with_rows
+            after = plan.after_rows
+        else:
+            calls += also
+        replies = self._run(calls)
+        if after:
+            self._run(after)
+        written = sum(int(reply) for reply in replies[:row_calls])
+        extra = (plan.counted,) if isinstance(also, GuardedCalls) else tuple(replies[row_calls:])
+        return WriteResult(written, len(rows) - written, extra)
+
+    def _run(self, calls: Sequence[ScriptCall]) -> list[Any]:
+        if not calls:
+            return []
+        if self._cluster is not None:
+            return self._cluster.run(calls)
         try:
-            replies = self._execute(calls)
+            return self._execute(calls)
         except redis.exceptions.NoScriptError:
             # Redis restarted (or SCRIPT FLUSH) since the scripts were loaded.
             self._shas.clear()
-            replies = self._execute(calls)
-        row_replies = len(calls) - len(also)
-        written = sum(int(reply) for reply in replies[:row_replies])
-        return WriteResult(written, len(rows) - written, tuple(replies[row_replies:]))
+            return self._execute(calls)
+
+    def _get(self, keys: Sequence[bytes]) -> list[bytes | None]:
+        if self._cluster is not None:
+            return self._cluster.get(keys)
+        values: list[bytes | None] = self._client.mget(keys) if keys else []  # type: ignore[assignment]
+        return values
 
     def _execute(self, calls: Sequence[ScriptCall]) -> list[Any]:
         pipe = self._client.pipeline(transaction=False)
         for call in calls:
             sha = self._script_sha(call.script)
-            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.argv)  # type: ignore[no-untyped-call]
+            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.argv)
         replies: list[Any] = pipe.execute()
         return replies
 
@@ -161,25 +225,30 @@ class OnlineStoreWriter:
         return sha
 
     def script_calls(self, rows: Sequence[FeatureRow]) -> list[tuple[list[bytes], list[Any]]]:
-        """``(KEYS, ARGV)`` of the script calls for ``rows``: per view, in chunks (pure)."""
-        by_view: dict[str, list[FeatureRow]] = {}
+        """``(KEYS, ARGV)`` of the script calls for ``rows``: per view (and slot, on a
+        cluster), in chunks (pure)."""
+        by_group: dict[tuple[str, int], list[FeatureRow]] = {}
         for row in rows:
-            by_view.setdefault(row.view.name, []).append(row)
+            slot = key_slot(self._key(row)) if self._cluster is not None else 0
+            by_group.setdefault((row.view.name, slot), []).append(row)
         calls = []
-        for view_rows in by_view.values():
+        for view_rows in by_group.values():
             for i in range(0, len(view_rows), ROWS_PER_CALL):
                 calls.append(self._call(view_rows[i : i + ROWS_PER_CALL]))
         return calls
+
+    def _key(self, row: FeatureRow) -> bytes:
+        return layout(row.view).key_prefix + _pack_int64(row.entity_id) + self._project.encode()
 
     def _call(self, rows: Sequence[FeatureRow]) -> tuple[list[bytes], list[Any]]:
         spec = rows[0].view
         keys: list[bytes] = []
         argv: list[Any] = [self._ttl, len(spec.features)]
-        project, rows_at = self._project.encode(), layout(spec)
+        rows_at = layout(spec)
         ts_field = rows_at.ts_field
         hashes = [rows_at.field_hashes[name] for name in spec.feature_names]
         for row in rows:
-            keys.append(rows_at.key_prefix + _pack_int64(row.entity_id) + project)
+            keys.append(self._key(row))
             seconds, nanos = divmod(row.event_ns, 1_000_000_000)
             argv += (ts_field, encode_timestamp(row.event_ns), seconds, nanos)
             if row.encoded is not None:
@@ -190,7 +259,7 @@ class OnlineStoreWriter:
 
 
 def read_rows(
-    client: redis.Redis,
+    client: OnlineClient,
     view: str | ViewSpec,
     entity_ids: Sequence[int],
     features: Sequence[str] | None = None,

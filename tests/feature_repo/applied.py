@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import redis
 from feast import FeatureStore
 
 from jobs.feature_writer.feast_env import (
@@ -23,7 +22,8 @@ from jobs.feature_writer.feast_env import (
     feast_apply,
     load_store,
 )
-from tests.conftest import Endpoints
+from schemas.online.connect import OnlineClient, connect
+from tests.conftest import Endpoints, RedisClusterStack
 from tests.support import requirements
 
 REPO = Path(__file__).resolve().parents[2] / "feature_repo"
@@ -35,7 +35,7 @@ class AppliedRepo:
     project: str
     redis_url: str
     store: FeatureStore
-    client: redis.Redis
+    client: OnlineClient
 
 
 def applied_copy(tmp: Path, redis_url: str) -> AppliedRepo:
@@ -56,12 +56,22 @@ def applied_copy(tmp: Path, redis_url: str) -> AppliedRepo:
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp / "stack" / "feast" / "registry.db").is_file()
     store = load_store(repo, env)
-    return AppliedRepo(repo, project, redis_url, store, redis.Redis.from_url(redis_url))
+    return AppliedRepo(repo, project, redis_url, store, connect(redis_url))
 
 
 @pytest.fixture(scope="session")
 def feast_repo(stack: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppliedRepo]:
     redis_url = requirements.redis_url(stack.redis_url)
     applied = applied_copy(tmp_path_factory.mktemp("feast"), redis_url)
+    yield applied
+    applied.client.close()
+
+
+@pytest.fixture(scope="session")
+def feast_cluster_repo(
+    redis_cluster: RedisClusterStack, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AppliedRepo]:
+    """The same, on a Redis Cluster (Feast's ``redis_type: redis_cluster``)."""
+    applied = applied_copy(tmp_path_factory.mktemp("feast-cluster"), redis_cluster.url)
     yield applied
     applied.client.close()

@@ -7,12 +7,14 @@ session's; two such stacks must not collide with each other or with `make up`.
 from __future__ import annotations
 
 import os
+import random
 import socket
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from jobs.localstack import StackSettings
+from jobs.localstack.settings import REDIS_CLUSTER_NODES
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,10 +33,37 @@ def distinct_free_ports(count: int) -> list[int]:
     return sorted(ports)
 
 
+def is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port_run(count: int, bus_offset: int = 10000) -> int:
+    """The first of ``count`` consecutive free ports whose ``+ bus_offset`` twins are free
+    too, as a Redis Cluster's nodes and buses take them; below the ephemeral range, so
+    that no port :func:`free_port` hands out meets them."""
+    rng = random.Random()
+    for _ in range(200):
+        base = rng.randrange(20000, 30000 - count)
+        ports = [base + i for i in range(count)]
+        if all(is_free(port) and is_free(port + bus_offset) for port in ports):
+            return base
+    raise RuntimeError(f"no {count} consecutive free ports found between 20000 and 30000")
+
+
 def own_stack_settings(home: Path, **overrides: Any) -> StackSettings:
-    """Settings for a stack under ``home`` with every ``*_port`` free, then ``overrides``."""
+    """Settings for a stack under ``home`` with every ``*_port`` free, then ``overrides``.
+
+    With ``redis_cluster=True`` the Redis port starts a run of six free ports (and
+    their cluster bus ports)."""
     names = [f.name for f in fields(StackSettings) if f.name.endswith("_port")]
     chosen: dict[str, Any] = dict(zip(names, distinct_free_ports(len(names)), strict=True))
+    if overrides.get("redis_cluster"):
+        chosen["redis_port"] = free_port_run(REDIS_CLUSTER_NODES)
     return StackSettings(
         home=home,
         cache_dir=Path(os.environ.get("STREAMREC_CACHE_DIR", REPO_ROOT / ".cache")).resolve(),

@@ -8,17 +8,17 @@ from typing import Any
 
 import msgspec
 import pytest
-import redis
 from confluent_kafka import Producer
 
 from jobs.feature_writer.cli import build_loop
-from jobs.feature_writer.covisit import CovisitOptions, script_calls
+from jobs.feature_writer.covisit import CovisitOptions, count_calls
 from jobs.feature_writer.settings import WriterSettings
 from schemas.features import FeatureUpdate, UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import OnlineClient, connect
 from schemas.online.covisit import Visit, neighbours_key, read_neighbours, seen_key
 from schemas.online.redis_store import OnlineStoreWriter
-from tests.conftest import Endpoints, TopicFactory
+from tests.conftest import Endpoints, RedisClusterStack, TopicFactory
 from tests.jobs.feature_writer.samples import MINUTE, T0
 from tests.support import requirements
 
@@ -26,9 +26,18 @@ pytestmark = pytest.mark.integration
 A, B, C, D = 11, 12, 13, 14
 
 
+@pytest.fixture(params=["one-redis", "redis-cluster"])
+def store_url(request: pytest.FixtureRequest, stack: Endpoints) -> str:
+    """Both kinds of store: one Redis counts in one script, a cluster in guarded calls."""
+    if request.param == "redis-cluster":
+        cluster: RedisClusterStack = request.getfixturevalue("redis_cluster")
+        return cluster.url
+    return requirements.redis_url(stack.redis_url)
+
+
 @pytest.fixture
-def client(stack: Endpoints) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(requirements.redis_url(stack.redis_url))
+def client(store_url: str) -> Iterator[OnlineClient]:
+    client = connect(store_url)
     yield client
     client.close()
 
@@ -57,12 +66,12 @@ def run_writer(kafka: KafkaSettings, redis_url: str, topic: str, project: str, n
     return stats.covisits
 
 
-def neighbours(client: redis.Redis, items: list[int], project: str) -> dict[int, Any]:
+def neighbours(client: OnlineClient, items: list[int], project: str) -> dict[int, Any]:
     return dict(zip(items, read_neighbours(client, items, 10, project), strict=True))
 
 
 def test_stream_counts_each_pair_once_both_ways_even_when_replayed(
-    kafka: KafkaSettings, stack: Endpoints, topic_factory: TopicFactory, client: redis.Redis
+    kafka: KafkaSettings, store_url: str, topic_factory: TopicFactory, client: OnlineClient
 ) -> None:
     topic, project = topic_factory(partitions=2), f"cv{uuid.uuid4().hex[:8]}"
     updates: list[FeatureUpdate] = []
@@ -75,7 +84,7 @@ def test_stream_counts_each_pair_once_both_ways_even_when_replayed(
         key = f"user_recent:{update.user_id}".encode()  # type: ignore[union-attr]
         producer.produce(topic, msgspec.json.encode(update), key=key)
     assert producer.flush(10) == 0
-    redis_url = requirements.redis_url(stack.redis_url)
+    redis_url = store_url
 
     assert run_writer(kafka, redis_url, topic, project, len(updates)) == len(updates)
     expected = {
@@ -95,7 +104,7 @@ def test_stream_counts_each_pair_once_both_ways_even_when_replayed(
 
 
 def test_sets_keep_their_top_neighbours_with_a_ttl_and_survive_a_script_flush(
-    client: redis.Redis,
+    client: OnlineClient,
 ) -> None:
     project = f"cv{uuid.uuid4().hex[:8]}"
     options = CovisitOptions(project=project, neighbours=2, ttl_s=600)
@@ -105,7 +114,7 @@ def test_sets_keep_their_top_neighbours_with_a_ttl_and_survive_a_script_flush(
         (2, Visit(T0, A, (B, C))),
         (3, Visit(T0, A, (B,))),
     ]
-    result = writer.write([], script_calls(visits, options))
+    result = writer.write([], count_calls(visits, options, cluster=writer.is_cluster))
     assert result.also == (3,)
     # A: B 3, C 2, D 1 -> D is cut; D's own set keeps A.
     assert read_neighbours(client, [A, D], 10, project) == [[(B, 3.0), (C, 2.0)], [(A, 1.0)]]
@@ -113,6 +122,7 @@ def test_sets_keep_their_top_neighbours_with_a_ttl_and_survive_a_script_flush(
     assert 0 < remaining_s <= 600
     # Redis lost its scripts (a restart): the pipeline is sent again, still counted once.
     client.script_flush()
-    again = writer.write([], script_calls([(1, Visit(T0 + 1, D, (A,)))], options))
+    later = [(1, Visit(T0 + 1, D, (A,)))]
+    again = writer.write([], count_calls(later, options, cluster=writer.is_cluster))
     assert again.also == (1,)
     assert read_neighbours(client, [A, D], 10, project) == [[(B, 3.0), (C, 2.0)], [(A, 2.0)]]

@@ -51,7 +51,16 @@ def sample_rows() -> list[FeatureRow]:
     return [to_row(update, options) for update in updates]
 
 
-def test_rows_written_here_read_back_through_feast(feast_repo: AppliedRepo) -> None:
+@pytest.fixture(params=["one-redis", "redis-cluster"])
+def any_repo(request: pytest.FixtureRequest) -> AppliedRepo:
+    """The applied repository on each kind of store Feast and the writer both support."""
+    name = "feast_cluster_repo" if request.param == "redis-cluster" else "feast_repo"
+    repo: AppliedRepo = request.getfixturevalue(name)
+    return repo
+
+
+def test_rows_written_here_read_back_through_feast(any_repo: AppliedRepo) -> None:
+    feast_repo = any_repo
     writer = OnlineStoreWriter(feast_repo.client, feast_repo.project)
     rows = sample_rows()
     assert writer.write(rows).written == 4
@@ -82,7 +91,8 @@ def feast_frame(row: FeatureRow) -> pd.DataFrame:
 
 
 @pytest.mark.parametrize("how", ["write_to_online_store", "push"])
-def test_rows_feast_writes_read_back_here(feast_repo: AppliedRepo, how: str) -> None:
+def test_rows_feast_writes_read_back_here(any_repo: AppliedRepo, how: str) -> None:
+    feast_repo = any_repo
     for row in sample_rows():
         if how == "push":
             feast_repo.store.push(f"{row.view.name}_push", feast_frame(row))
