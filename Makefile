@@ -23,14 +23,16 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## create the virtual environment with the project and its dev tools
 
 # KAFKA_BROKERS=3: three replicated brokers (STREAMREC_KAFKA_BROKERS) instead of one.
+# REDIS_CLUSTER=1: a Redis Cluster of three masters and three replicas (STREAMREC_REDIS_CLUSTER).
+STACK_SHAPE = $(if $(KAFKA_BROKERS),STREAMREC_KAFKA_BROKERS=$(KAFKA_BROKERS) )$(if $(REDIS_CLUSTER),STREAMREC_REDIS_CLUSTER=$(REDIS_CLUSTER) )
 up: $(STAMP) ## start the local stack (Kafka, Redis, Flink, Triton); idempotent
-	$(if $(KAFKA_BROKERS),STREAMREC_KAFKA_BROKERS=$(KAFKA_BROKERS) )$(PY) -m jobs.localstack up
+	$(STACK_SHAPE)$(PY) -m jobs.localstack up
 
 down: $(STAMP) ## stop the local stack, leaving no process behind
 	$(PY) -m jobs.localstack down
 
 status: $(STAMP) ## show what the local stack runs, whether it is healthy, and every metrics port
-	$(if $(KAFKA_BROKERS),STREAMREC_KAFKA_BROKERS=$(KAFKA_BROKERS) )$(PY) -m jobs.localstack status
+	$(STACK_SHAPE)$(PY) -m jobs.localstack status
 
 observe: $(STAMP) ## start Prometheus beside the running stack (loopback :9090) and print where to look
 	$(PY) -m jobs.localstack observe $(if $(PANELS),--panels $(PANELS))

@@ -46,7 +46,11 @@ def build_loop(settings: WriterSettings, stop: threading.Event | None = None) ->
         settings.kafka, [settings.topic], settings.group_id, feature_update_codec()
     )
     writer = OnlineStoreWriter(
-        redis_client(settings.redis_url), settings.project, settings.key_ttl_seconds
+        redis_client(settings.redis_url),
+        settings.project,
+        settings.key_ttl_seconds,
+        replica_acks=settings.redis_replica_acks,
+        wait_timeout_ms=settings.redis_wait_timeout_ms,
     )
     return FeatureWriterLoop(
         consumer,

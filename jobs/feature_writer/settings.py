@@ -11,6 +11,7 @@ from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.rows import ConversionOptions
 from schemas.kafka import KafkaSettings
 from schemas.metrics_ports import LOOPBACK, METRICS_PORTS
+from schemas.online.cluster_calls import DEFAULT_WAIT_TIMEOUT_MS
 from schemas.settings import ENV_PREFIX, Settings, group, redis_url_setting, setting
 from schemas.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.topics import FEATURE_UPDATES
@@ -68,6 +69,19 @@ class WriterSettings(Settings):
         env="STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS",
         help="EXPIRE per entity, renewed on every write (0 = never)",
     )
+    # On a Redis Cluster (schemas/online/cluster_calls.py): a batch counts as written, and
+    # its offsets are committed, once this many replicas of each master it wrote to hold
+    # it, so that a master's failover loses none of it. Ignored on one Redis.
+    redis_replica_acks: int = setting(
+        1,
+        env="STREAMREC_FEATURE_WRITER_REDIS_REPLICA_ACKS",
+        help="on a Redis Cluster: replicas per master that must confirm a batch (0 = none)",
+    )
+    redis_wait_timeout_ms: int = setting(
+        DEFAULT_WAIT_TIMEOUT_MS,
+        env="STREAMREC_FEATURE_WRITER_REDIS_WAIT_TIMEOUT_MS",
+        help="on a Redis Cluster: how long replicas may take to confirm before a retry",
+    )
     # Co-visitation counts (jobs/feature_writer/covisit.py): one sorted set per item.
     covisit_neighbours: int = setting(
         NEIGHBOURS,
@@ -107,6 +121,8 @@ class WriterSettings(Settings):
             raise SettingsError("co-visited items kept must be >= 0 (0 turns counting off)")
         if self.covisit_ttl_seconds < 1 or self.covisit_window_ms < 1:
             raise SettingsError("co-visitation TTL must be >= 1 s and its window >= 1 ms")
+        if self.redis_replica_acks < 0 or self.redis_wait_timeout_ms < 1:
+            raise SettingsError("replica acks must be >= 0 and the wait timeout >= 1 ms")
         if not 0 <= self.metrics_port < 65536:
             raise SettingsError(f"{self.variable('metrics_port')}={self.metrics_port} is no port")
 

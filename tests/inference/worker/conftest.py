@@ -11,7 +11,7 @@ import redis
 
 from schemas.kafka import KafkaSettings
 from tests.conftest import Endpoints
-from tests.feature_repo.applied import feast_repo
+from tests.feature_repo.applied import feast_cluster_repo, feast_repo
 from tests.inference.worker.harness import WorkerProcess, WorkerTopics, worker_env
 from tests.inference.worker.world import (
     World,
@@ -22,7 +22,7 @@ from tests.inference.worker.world import (
 )
 from tests.support import requirements
 
-__all__ = ["feast_repo"]
+__all__ = ["feast_cluster_repo", "feast_repo"]
 WORLD_EVENTS = 3000
 
 

@@ -34,7 +34,16 @@ def without_time(rows: list[dict[str, Any] | None]) -> list[dict[str, Any] | Non
     return [None if r is None else {k: v for k, v in r.items() if k != TIMESTAMP} for r in rows]
 
 
-def test_batch_reads_equal_feast_get_online_features(feast_repo: AppliedRepo, world: World) -> None:
+@pytest.fixture(params=["one-redis", "redis-cluster"])
+def any_repo(request: pytest.FixtureRequest) -> AppliedRepo:
+    """The applied repository on one Redis and on a Redis Cluster."""
+    name = "feast_cluster_repo" if request.param == "redis-cluster" else "feast_repo"
+    repo: AppliedRepo = request.getfixturevalue(name)
+    return repo
+
+
+def test_batch_reads_equal_feast_get_online_features(any_repo: AppliedRepo, world: World) -> None:
+    feast_repo = any_repo
     write_features(feast_repo.client, feast_repo.project, changelog(world.events))
     reader = FeatureReader(feast_repo.client, feast_repo.project, inventory_key(feast_repo.project))
     unknown = 2**40
@@ -51,7 +60,8 @@ def test_batch_reads_equal_feast_get_online_features(feast_repo: AppliedRepo, wo
     assert recent[-1] is None and sum(r is not None for r in recent) == 300
 
 
-def test_inventory_set_marks_items_out_of_stock(feast_repo: AppliedRepo) -> None:
+def test_inventory_set_marks_items_out_of_stock(any_repo: AppliedRepo) -> None:
+    feast_repo = any_repo
     project = feast_repo.project + "inv"
     reader = FeatureReader(feast_repo.client, project, inventory_key(project))
     mark(feast_repo.client, out_of_stock=[11, 12], project=project)

@@ -13,10 +13,11 @@ from inference.worker.metrics import STAGES
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import connect
 from schemas.online.feast_format import field_hash, redis_key
 from schemas.records import Recommendation, RecRequest
 from schemas.views import VIEWS
-from tests.conftest import TritonServer
+from tests.conftest import RedisClusterStack, TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import (
     OutputReader,
@@ -26,7 +27,13 @@ from tests.inference.worker.harness import (
     produce,
     sample,
 )
-from tests.inference.worker.world import World, plant_bytes, requests_for, write_features
+from tests.inference.worker.world import (
+    World,
+    changelog,
+    plant_bytes,
+    requests_for,
+    write_features,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 UNKNOWN_USERS = [2**40 + i for i in range(10)]
@@ -154,6 +161,51 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
         assert worker.terminate() == 0  # graceful SIGTERM
     finally:
         reader.close()
+
+
+def test_the_worker_answers_from_a_redis_cluster(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world: World,
+    world_project: str,
+    redis_cluster: RedisClusterStack,
+    start_worker: StartWorker,
+) -> None:
+    """The same world's features in a cluster: found for every known user, fresh clicks
+    and stock marks read from the nodes that hold them."""
+    client = connect(redis_cluster.url)
+    assert write_features(client, world_project, changelog(world.events)) > 0
+    topics = WorkerTopics.create(kafka)
+    worker = start_worker(
+        topics, redis_url=redis_cluster.url, triton=(triton.grpc_url, triton.model),
+        triton_timeout_ms="20000", exclude_behaviors="pv,buy",
+    )  # fmt: skip
+    reader = OutputReader(kafka, topics.output)
+    try:
+        users = world.users[:200]
+        answers = ask(kafka, topics, reader, list(requests_for(users, "cluster", k=10)))
+        assert len(answers) == len(users), worker.output()[-3000:]
+        assert not [a.degraded_reasons for a in answers.values() if a.degraded]
+        assert all(a.features_at is not None for a in answers.values())
+        routes = Counter(i.route for rec in answers.values() for i in rec.items)
+        assert routes["embedding"] and routes["trend"]
+
+        user, old = world.users[0], answers["cluster-0"]
+        clicked = [i.item_id for i in old.items[:3]]
+        now = wall_clock_ms()
+        events = [pack_event(now - 10 + n, item, 1, "pv") for n, item in enumerate(clicked)]
+        write_features(client, world_project, [UserRecentEvents(user, now, events)])
+        mark(client, out_of_stock=[i.item_id for i in old.items[3:5]], project=world_project)
+        request = RecRequest(request_id="cluster-after", user_id=user, ts=wall_clock_ms(), k=10)
+        new = ask(kafka, topics, reader, [request])["cluster-after"]
+        assert new.features_at is not None and new.features_at >= now
+        shown = {i.item_id for i in new.items}
+        assert not shown & set(clicked)  # just viewed: excluded, so the click was read
+        assert not shown & {i.item_id for i in old.items[3:5]}  # out of stock
+        assert worker.terminate() == 0
+    finally:
+        reader.close()
+        client.close()
 
 
 def assert_timed_from_kafka_append(worker: WorkerProcess, before: Samples) -> None:

@@ -15,8 +15,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
-
 from inference.worker.artifacts import ModelArtifacts
 from jobs.datasets import RowAudit, read_dataset
 from jobs.feature_writer.rows import ConversionOptions, to_rows
@@ -31,6 +29,7 @@ from schemas.features import (
     pack_event,
     pack_trend,
 )
+from schemas.online.connect import OnlineClient
 from schemas.online.redis_store import OnlineStoreWriter
 from schemas.records import BehaviorEvent, RecRequest
 from tests.support import requirements
@@ -88,7 +87,7 @@ def changelog(events: Sequence[BehaviorEvent], top_per_category: int = 20) -> li
     return updates
 
 
-def write_features(client: redis.Redis, project: str, updates: Sequence[FeatureUpdate]) -> int:
+def write_features(client: OnlineClient, project: str, updates: Sequence[FeatureUpdate]) -> int:
     """Through the feature writer's own conversion and Redis writer."""
     rows = to_rows(updates, ConversionOptions(horizon_ms=3 * HOUR_MS))
     return OnlineStoreWriter(client, project).write(rows).written
@@ -144,6 +143,6 @@ def requests_for(users: Sequence[int], prefix: str, k: int = 10) -> Iterator[Rec
         yield RecRequest(request_id=f"{prefix}-{n}", user_id=user, ts=now, k=k)
 
 
-def plant_bytes(client: redis.Redis, key: bytes, field: bytes, value: bytes) -> None:
+def plant_bytes(client: OnlineClient, key: bytes, field: bytes, value: bytes) -> None:
     """Store raw bytes in a hash field, as a foreign writer would (the stubs admit only str)."""
     client.hset(key, field, value)  # type: ignore[arg-type]

@@ -3,10 +3,21 @@ integration test)."""
 
 from __future__ import annotations
 
+import pytest
+
 from jobs.feature_writer import covisit
-from jobs.feature_writer.covisit import CovisitOptions, batch_visits, script_calls
+from jobs.feature_writer.covisit import (
+    CovisitOptions,
+    batch_visits,
+    count_calls,
+    guarded_calls,
+    parse_seen,
+    plan_counts,
+    script_calls,
+)
 from schemas.features import FeatureUpdate, UserRecentEvents, pack_event
-from schemas.online.covisit import Visit
+from schemas.online.covisit import Visit, neighbours_key, seen_key
+from schemas.online.redis_store import GuardedCalls, Plan
 from tests.jobs.feature_writer.samples import MINUTE, T0, item_window
 
 
@@ -49,3 +60,71 @@ def test_script_calls_are_chunked_in_order() -> None:
     calls = script_calls(visits, CovisitOptions())
     assert [len(c.keys) // 2 for c in calls] == [covisit.VISITS_PER_CALL, 1]
     assert calls[1].keys[0].endswith(f":seen:{covisit.VISITS_PER_CALL}".encode())
+
+
+# --- On a Redis Cluster: the guards read first, the counts planned from them ---------
+
+
+def added(plan: Plan) -> dict[bytes, list[int]]:
+    """Set key -> the members each count call adds 1 to."""
+    return {call.keys[0]: [int(m) for m in call.argv[2:]] for call in plan.with_rows}
+
+
+def test_a_plan_counts_both_directions_and_moves_each_guard_to_its_newest_visit() -> None:
+    options = CovisitOptions(project="p", neighbours=7, ttl_s=60)
+    visits = [(1, Visit(100, 11, (12, 13))), (2, Visit(50, 12, (11,))), (1, Visit(200, 14, ()))]
+    plan = plan_counts(visits, {1: None, 2: None}, options)
+    assert plan.counted == 3
+    assert added(plan) == {
+        neighbours_key(11, "p"): [12, 13, 12],
+        neighbours_key(12, "p"): [11, 11],
+        neighbours_key(13, "p"): [11],
+    }
+    assert all(call.argv[:2] == [7, 60] for call in plan.with_rows)
+    guards = {call.keys[0]: call.argv for call in plan.after_rows}
+    assert guards == {
+        seen_key(1, "p"): [200, 14, options.seen_ttl_ms],
+        seen_key(2, "p"): [50, 12, options.seen_ttl_ms],
+    }
+
+
+def test_a_plan_skips_visits_its_guard_already_counted_as_the_script_does() -> None:
+    options = CovisitOptions(project="p")
+    visits = [
+        (1, Visit(100, 11, (12,))),  # older than the guard
+        (1, Visit(150, 11, (12,))),  # same time, smaller item: counted already
+        (1, Visit(150, 13, (12,))),  # same time, larger item: new
+    ]
+    plan = plan_counts(visits, {1: (150, 12)}, options)
+    assert plan.counted == 1
+    assert added(plan) == {neighbours_key(13, "p"): [12], neighbours_key(12, "p"): [13]}
+    # All counted already: nothing to send, and the guard stays where it is.
+    assert plan_counts(visits[:2], {1: (150, 12)}, options) == Plan([], [], 0)
+
+
+def test_guarded_calls_read_each_user_guard_once_and_plan_from_what_was_read() -> None:
+    options = CovisitOptions(project="p")
+    visits = [(1, Visit(100, 11, (12,))), (2, Visit(100, 12, ())), (1, Visit(90, 13, (11,)))]
+    guarded = guarded_calls(visits, options)
+    assert guarded.guard_keys == [seen_key(1, "p"), seen_key(2, "p")]
+    plan = guarded.plan([None, b"100:12"])  # user 2 counted already; user 1's 90 is late
+    assert plan.counted == 1
+    assert [call.keys[0] for call in plan.after_rows] == [seen_key(1, "p")]
+
+
+@pytest.mark.parametrize(
+    ("stored", "seen"),
+    [(None, None), (b"1700000000000:42", (1700000000000, 42)), (b"junk", None), (b"1:", None)],
+)
+def test_a_guard_that_is_no_guard_guards_nothing(stored: bytes | None, seen: object) -> None:
+    assert parse_seen(stored) == seen
+
+
+def test_count_calls_pick_one_script_per_chunk_on_one_redis_and_guarded_calls_on_a_cluster() -> (
+    None
+):
+    options = CovisitOptions(project="p")
+    visits = [(1, Visit(100, 11, (12,)))]
+    assert count_calls([], options, cluster=True) == []
+    assert isinstance(count_calls(visits, options, cluster=True), GuardedCalls)
+    assert count_calls(visits, options, cluster=False) == script_calls(visits, options)

@@ -10,6 +10,7 @@ import pytest
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.feast_env import (
     FEAST_REDIS_ENV,
+    FEAST_REDIS_TYPE_ENV,
     FEAST_REGISTRY_ENV,
     expand,
     feast_connection_string,
@@ -30,6 +31,11 @@ from schemas.views import KEY_TTL_SECONDS
             "rediss://reader:pw@cache:6380/0?ssl_ca_certs=/s/ca.pem",
             "cache:6380,db=0,username=reader,password=pw,ssl=true,ssl_ca_certs=/s/ca.pem",
         ),
+        ("redis+cluster://a:7000,b:7001", "a:7000,b:7001"),
+        (
+            "rediss+cluster://u:pw@a:7000?ssl_ca_certs=/ca.pem",
+            "a:7000,username=u,password=pw,ssl=true,ssl_ca_certs=/ca.pem",
+        ),
     ],
 )
 def test_connection_string(url: str, expected: str) -> None:
@@ -41,12 +47,15 @@ def test_unusable_urls_are_refused() -> None:
         feast_connection_string("http://x")
     with pytest.raises(SettingsError):
         feast_connection_string("redis://:a,b@x/0")
+    with pytest.raises(SettingsError, match="database 0 only"):
+        feast_connection_string("redis+cluster://a:7000/2")
 
 
 def test_derived_unless_set(tmp_path: Path) -> None:
     env = {"STREAMREC_REDIS_URL": "redis://h:1/4", "STREAMREC_STACK_HOME": str(tmp_path)}
     assert feast_environment(env) == {
         FEAST_REDIS_ENV: "h:1,db=4",
+        FEAST_REDIS_TYPE_ENV: "redis",
         FEAST_REGISTRY_ENV: str(tmp_path / "feast" / "registry.db"),
     }
     explicit = {**env, FEAST_REDIS_ENV: "x:2,db=0"}
@@ -76,3 +85,10 @@ def test_repo_config_loads_with_one_variable(tmp_path: Path) -> None:
     assert config.entity_key_serialization_version == 3
     assert config.online_store.key_ttl_seconds == KEY_TTL_SECONDS  # the writer's default
     assert (tmp_path / "feast").is_dir()
+
+
+def test_a_cluster_url_configures_feast_for_a_cluster(tmp_path: Path) -> None:
+    env = {"STREAMREC_REDIS_URL": "redis+cluster://h:1,h:2", "STREAMREC_STACK_HOME": str(tmp_path)}
+    config = load_config(environ=env)
+    assert config.online_store.redis_type == "redis_cluster"
+    assert config.online_store.connection_string == "h:1,h:2"

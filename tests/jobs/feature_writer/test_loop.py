@@ -62,6 +62,8 @@ class FakeConsumer:
 class FlakyWriter:
     """Fails ``failures`` times, then writes; records what it saw and when."""
 
+    is_cluster = False  # one Redis: co-visit counts come as scripts
+
     def __init__(self, failures: int, consumer: FakeConsumer) -> None:
         self.failures = failures
         self.consumer = consumer

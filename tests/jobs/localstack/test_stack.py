@@ -108,3 +108,17 @@ def test_several_brokers_are_services_of_their_own_that_kafka_names_together(
     known = list(stack.services)
     assert select(["kafka"], known) == ["kafka-1", "kafka-2", "kafka-3"]
     assert select(["kafka-2"], known) == ["kafka-2"]
+
+
+def test_a_redis_cluster_is_six_nodes_that_redis_names_together(tmp_path: Path) -> None:
+    settings = StackSettings(tmp_path, tmp_path, redis_port=7000, redis_cluster=True)
+    stack = Stack(settings, registry=[("kafka", KafkaService), ("redis", RedisService)])
+    nodes = [f"redis-{n}" for n in range(1, 7)]
+    assert list(stack.services) == ["kafka", *nodes]
+    assert select(["redis"], list(stack.services)) == nodes
+    ports = [stack.services[name].ports() for name in nodes]
+    assert ports == [(7000 + n, 17000 + n) for n in range(6)]  # and each node's bus
+    # Every role is pointed at the cluster by one URL naming the masters' ports.
+    assert stack.exports(["redis"]) == {
+        "STREAMREC_REDIS_URL": "redis+cluster://127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002"
+    }
