@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features \
+.PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features bench-redis-cluster \
 	features features-cluster feature-writer feast-apply schemas clean \
 	bench-recall capacity bench-scale bench-serving train worker bench-e2e bench-sla eval-online profile-features bench-features-ab
 
@@ -120,6 +120,9 @@ worker: $(STAMP) ## run the inference worker (requests -> features, recall, Trit
 
 bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs naive vs in-process ceiling
 	$(PY) -m tests.benchmarks.e2e
+
+bench-redis-cluster: $(STAMP) ## one Redis vs a Redis Cluster side by side: writer rows/s, Redis CPU per row, read p99
+	$(PY) -m tests.benchmarks.redis_cluster $(REDIS_CLUSTER_ARGS)
 
 bench-scale: $(STAMP) ## worker throughput for 1, 2 and 4 workers in one group on 8 partitions, scaling efficiency
 	$(PY) -m tests.benchmarks.scale $(SCALE_ARGS)

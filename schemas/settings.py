@@ -232,7 +232,10 @@ def setting(
 def redis_url_setting() -> Any:
     """The Feast online store's Redis, one variable for every role (its password is masked)."""
     return setting(
-        DEFAULT_REDIS_URL, env=REDIS_URL_ENV, help="Redis of the Feast online store", secret=True
+        DEFAULT_REDIS_URL,
+        env=REDIS_URL_ENV,
+        help="Redis of the Feast online store (redis+cluster://h:p,... for a cluster)",
+        secret=True,
     )
 
 

@@ -146,29 +146,42 @@ def script_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -
     return calls
 
 
-# The cluster's halves of COUNT_VISITS (see the module's docstring). KEYS[1]: one item's
-# set; ARGV: neighbours kept, set TTL (s), then the members to add 1 to, repeats allowed.
+# The cluster's halves of COUNT_VISITS (see the module's docstring), each over many keys
+# of one node (schemas/online/node_batches.py). KEYS: item sets; ARGV: neighbours kept,
+# set TTL (s), then per set: how many members to add 1 to, and those members (repeats
+# allowed). Returns how many sets it touched.
 COUNT_PAIRS = """
-local keep, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
-for i = 3, #ARGV do redis.call('ZINCRBY', KEYS[1], 1, ARGV[i]) end
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(keep + 1))
-redis.call('EXPIRE', KEYS[1], ttl)
-return #ARGV - 2
+local keep, ttl, a = tonumber(ARGV[1]), tonumber(ARGV[2]), 3
+for k = 1, #KEYS do
+  local count = tonumber(ARGV[a])
+  for i = a + 1, a + count do redis.call('ZINCRBY', KEYS[k], 1, ARGV[i]) end
+  redis.call('ZREMRANGEBYRANK', KEYS[k], 0, -(keep + 1))
+  redis.call('EXPIRE', KEYS[k], ttl)
+  a = a + 1 + count
+end
+return #KEYS
 """
-# KEYS[1]: a user's guard; ARGV: ts, item, TTL (ms). Moves the guard forward only, so a
-# late or repeated call never moves it back. Returns 1 if it moved.
+# KEYS: users' guards; ARGV: TTL (ms), then per guard: ts, item. Moves each guard forward
+# only, so a late or repeated call never moves one back. Returns how many moved.
 ADVANCE_SEEN = """
-local seen = redis.call('GET', KEYS[1])
-local ts, item = tonumber(ARGV[1]), tonumber(ARGV[2])
-if seen then
-  local seen_ts, seen_item = string.match(seen, '^(%d+):(%d+)$')
-  if seen_ts then
-    seen_ts, seen_item = tonumber(seen_ts), tonumber(seen_item)
-    if not (ts > seen_ts or (ts == seen_ts and item > seen_item)) then return 0 end
+local ttl, moved = tonumber(ARGV[1]), 0
+for k = 1, #KEYS do
+  local ts, item = tonumber(ARGV[2 * k]), tonumber(ARGV[2 * k + 1])
+  local newer = true
+  local seen = redis.call('GET', KEYS[k])
+  if seen then
+    local seen_ts, seen_item = string.match(seen, '^(%d+):(%d+)$')
+    if seen_ts then
+      seen_ts, seen_item = tonumber(seen_ts), tonumber(seen_item)
+      newer = ts > seen_ts or (ts == seen_ts and item > seen_item)
+    end
+  end
+  if newer then
+    redis.call('SET', KEYS[k], ARGV[2 * k] .. ':' .. ARGV[2 * k + 1], 'PX', ttl)
+    moved = moved + 1
   end
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'PX', tonumber(ARGV[3]))
-return 1
+return moved
 """
 
 
@@ -209,7 +222,7 @@ def plan_counts(
             members.setdefault(item, []).append(member)
     counts = [
         ScriptCall(COUNT_PAIRS, [neighbours_key(item, project)],
-                   [options.neighbours, options.ttl_s, *added])
+                   [options.neighbours, options.ttl_s, len(added), *added], header=2)
         for item, added in members.items()
     ]  # fmt: skip
     advanced = []
@@ -217,7 +230,8 @@ def plan_counts(
         newest = current.get(user_id)
         if newest is not None and newest != guards.get(user_id):
             key = seen_key(user_id, project)
-            advanced.append(ScriptCall(ADVANCE_SEEN, [key], [*newest, options.seen_ttl_ms]))
+            argv = [options.seen_ttl_ms, *newest]
+            advanced.append(ScriptCall(ADVANCE_SEEN, [key], argv, header=1))
     return Plan(counts, advanced, counted)
 
 

@@ -11,8 +11,8 @@ Kafka offsets. With ``replica_acks=0`` no WAIT is sent (and a kill can lose the
 last writes before it).
 
 A shard that is down to one copy (its replica died, or was just promoted and its
-old master is gone) has no replica to wait for: the cluster no longer lists one,
-and the writes there wait for as many replicas as the master has, none at all
+old master is gone) has no replica to wait for: the master (``ROLE``) has none
+connected, and the writes there wait for as many replicas as it has, none at all
 until a replica returns, with a warning, rather than stopping the whole writer
 while the shard heals. Until then a loss of that last copy loses what it held
 alone, as for any store with one copy. A replica the cluster still lists but that
@@ -45,9 +45,16 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptError, TryAgainError
 
+from schemas.online.node_batches import Merged, merge
+from schemas.online.script_call import ScriptCall
+
+__all__ = ["ClusterCalls", "CrossSlotCall", "ReplicationError", "ScriptCall", "slot_of_call"]
+
 logger = logging.getLogger(__name__)
 MAX_ROUNDS = 8
 RETRY_PAUSE_S = 0.05
+# How long a master's count of connected replicas is trusted before ROLE asks again.
+ROLE_TTL_S = 1.0
 DEFAULT_WAIT_TIMEOUT_MS = 2000
 
 
@@ -57,15 +64,6 @@ class ReplicationError(redis.RedisError):
 
 class CrossSlotCall(ValueError):
     """A call whose keys span slots: a bug in the caller, never sent."""
-
-
-@dataclass(frozen=True)
-class ScriptCall:
-    """One ``EVALSHA``: the script's text (loaded where missing), its keys and arguments."""
-
-    script: str
-    keys: list[bytes]
-    argv: list[Any]
 
 
 def slot_of_call(keys: Sequence[bytes]) -> int:
@@ -101,11 +99,20 @@ class ClusterCalls:
         self.wait_timeout_ms = wait_timeout_ms
         self._shas: dict[str, str] = {}
         self._one_copy: set[str] = set()  # masters written without a replica to wait for
+        self._roles: dict[str, tuple[float, int]] = {}  # master -> (checked at, replicas)
 
     def run(self, calls: Sequence[ScriptCall]) -> list[Any]:
-        """Every call's reply; raises ``redis.RedisError`` if the batch did not fully land."""
-        replies: list[Any] = [None] * len(calls)
-        pending = [_Pending(i, call, slot_of_call(call.keys)) for i, call in enumerate(calls)]
+        """Every call's reply; raises ``redis.RedisError`` if the batch did not fully land.
+
+        Calls that merge (``ScriptCall.header``) go first, a few per node; a merged
+        call's reply is reported on its first part and 0 on the others (they are
+        counts, and their sum is what it means).
+        """
+        replies: list[Any] = [0] * len(calls)
+        slots = [slot_of_call(call.keys) for call in calls]
+        merged, alone = merge(calls, lambda index: self._primary(slots[index]).name)
+        pending = [_Pending(i, calls[i], slots[i]) for i in alone]
+        pending += [_Pending(i, calls[i], slots[i]) for i in self._run_merged(merged, replies)]
         for _ in range(MAX_ROUNDS):
             if not pending:
                 return replies
@@ -116,12 +123,59 @@ class ClusterCalls:
         )
 
     def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
-        """``GET`` of each key, in one cluster pipeline (read from the masters)."""
-        pipe = self._client.pipeline(transaction=False)
-        for key in keys:
-            pipe.get(key)
-        values: list[bytes | None] = pipe.execute()
+        """``GET`` of each key from its master, one plain pipeline per master.
+
+        Not redis-py's cluster pipeline, whose bookkeeping per command cost the
+        writer more than the reads themselves. Any error (a redirection included)
+        reads the slot map again and raises: the caller sends the batch again.
+        """
+        by_node: dict[str, tuple[ClusterNode, list[int]]] = {}
+        for index, key in enumerate(keys):
+            node = self._primary(key_slot(key))
+            by_node.setdefault(node.name, (node, []))[1].append(index)
+        values: list[bytes | None] = [None] * len(keys)
+        try:
+            for node, indexes in by_node.values():
+                pipe = self._client.get_redis_connection(node).pipeline(transaction=False)
+                for index in indexes:
+                    pipe.get(keys[index])
+                for index, value in zip(indexes, pipe.execute(), strict=True):
+                    values[index] = value
+        except redis.RedisError:
+            self._client.nodes_manager.initialize()
+            raise
         return values
+
+    def _run_merged(self, merged: Sequence[Merged], replies: list[Any]) -> list[int]:
+        """Send the merged calls; the indexes of the parts of those that failed, to be
+        sent again one slot at a time (a stale map, a migration, a failover)."""
+        by_node: dict[str, list[Merged]] = {}
+        for batch in merged:
+            by_node.setdefault(batch.node, []).append(batch)
+        failed: list[int] = []
+        refresh = False
+        for name, batches in by_node.items():
+            node = self._client.get_node(node_name=name)
+            items = [_Pending(-1, batch.call, -1) for batch in batches]
+            for batch, result in zip(batches, self._send(node, items), strict=True):
+                if isinstance(result, NoScriptError):
+                    self._load(node, batch.call.script)  # for the next batch
+                elif isinstance(result, redis.ResponseError):
+                    refresh = True  # "non local key", the cluster down: see the map again
+                if isinstance(result, Exception):
+                    failed += batch.parts
+                else:
+                    replies[batch.parts[0]] = result
+        if refresh:
+            self._client.nodes_manager.initialize()
+        return sorted(failed)
+
+    def _primary(self, slot: int) -> ClusterNode:
+        node = self._client.nodes_manager.get_node_from_slot(slot)
+        if node is None:
+            raise redis.RedisError(f"no node serves slot {slot}")
+        found: ClusterNode = node
+        return found
 
     def _round(self, pending: list[_Pending], replies: list[Any]) -> list[_Pending]:
         by_node: dict[str, tuple[ClusterNode, list[_Pending]]] = {}
@@ -165,29 +219,24 @@ class ClusterCalls:
                 asked: ClusterNode = node
                 return asked
             item.ask = None
-        node = self._client.nodes_manager.get_node_from_slot(item.slot)
-        if node is None:
-            raise redis.RedisError(f"no node serves slot {item.slot}")
-        found: ClusterNode = node
-        return found
+        return self._primary(item.slot)
 
     def _send(self, node: ClusterNode, items: Sequence[_Pending]) -> list[Any]:
         """The node's calls in one pipeline on one connection, then WAIT on it."""
-        connection: redis.Redis = self._client.get_redis_connection(node)
-        pipe = connection.pipeline(transaction=False)
-        for item in items:
-            if item.ask is not None:
-                pipe.execute_command("ASKING")  # type: ignore[no-untyped-call]
-            call = item.call
-            sha = self._sha(call.script)
-            pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.argv)  # type: ignore[no-untyped-call]
-        wanted = self._replicas_to_wait_for(node, items)
-        if wanted > 0:
-            pipe.execute_command("WAIT", wanted, self.wait_timeout_ms)  # type: ignore[no-untyped-call]
         try:
+            wanted = self._replicas_to_wait_for(node)
+            pipe = self._client.get_redis_connection(node).pipeline(transaction=False)
+            for item in items:
+                if item.ask is not None:
+                    pipe.execute_command("ASKING")
+                call = item.call
+                sha = self._sha(call.script)
+                pipe.execute_command("EVALSHA", sha, len(call.keys), *call.keys, *call.argv)
+            if wanted > 0:
+                pipe.execute_command("WAIT", wanted, self.wait_timeout_ms)
             results: list[Any] = pipe.execute(raise_on_error=False)
         except (redis.ConnectionError, redis.TimeoutError):
-            # The node is gone (a failover may be starting): read the map again so the
+            # A node is gone (a failover may be starting): read the map again so the
             # next attempt goes wherever its slots are served now.
             self._client.nodes_manager.initialize()
             raise
@@ -196,8 +245,8 @@ class ClusterCalls:
             if isinstance(acked, Exception):
                 raise acked
             if int(acked) < wanted:
-                # A replica may have died: the next attempt waits for the ones listed then.
-                self._client.nodes_manager.initialize()
+                # A replica may have died: the next attempt asks the master again.
+                self._roles.pop(node.name, None)
                 raise ReplicationError(
                     f"{node.name}: writes confirmed by {acked} of {wanted} "
                     f"replica(s) within {self.wait_timeout_ms} ms"
@@ -212,22 +261,30 @@ class ClusterCalls:
             position += 1
         return out
 
-    def _replicas_to_wait_for(self, node: ClusterNode, items: Sequence[_Pending]) -> int:
-        """``replica_acks``, or fewer if the cluster lists fewer live replicas of ``node``."""
+    def _replicas_to_wait_for(self, node: ClusterNode) -> int:
+        """``replica_acks``, or fewer if ``node`` has fewer replicas connected now.
+
+        Asked of the master itself (``ROLE``, at most once a ``ROLE_TTL_S``): the
+        client's slot map only changes on a redirection, so it can miss a replica for
+        long. A replica that is connected but stalled still counts, and fails the
+        batch when it does not confirm in time.
+        """
         if self.replica_acks == 0:
             return 0
-        slots = self._client.nodes_manager.slots_cache
-        listed = next(
-            (slots[item.slot] for item in items if slots.get(item.slot, [None])[0] is node), None
-        )
-        if listed is None:  # only ASKed calls: the slot's map names another master
-            return self.replica_acks
-        wanted = min(self.replica_acks, len(listed) - 1)
+        checked = self._roles.get(node.name)
+        now = time.monotonic()
+        if checked is None or now - checked[0] > ROLE_TTL_S:
+            role = self._client.get_redis_connection(node).execute_command("ROLE")
+            checked = self._roles[node.name] = (
+                now,
+                len(role[2]) if role[0] in (b"master", "master") else 0,
+            )
+        wanted = min(self.replica_acks, checked[1])
         if wanted < self.replica_acks and node.name not in self._one_copy:
             self._one_copy.add(node.name)
             logger.warning(
-                "%s has %d live replica(s) of the %d to wait for: its writes are confirmed by "
-                "fewer copies until a replica returns", node.name, wanted, self.replica_acks,
+                "%s has %d replica(s) connected of the %d to wait for: its writes are "
+                "confirmed by fewer copies until one returns", node.name, wanted, self.replica_acks,
             )  # fmt: skip
         elif wanted == self.replica_acks and node.name in self._one_copy:
             self._one_copy.discard(node.name)

@@ -176,7 +176,12 @@ class OnlineStoreWriter:
         """
         if not rows and not also:
             return WriteResult(0, 0)
-        calls = [ScriptCall(UPSERT_IF_NEWER, keys, argv) for keys, argv in self.script_calls(rows)]
+        # Two shared arguments (TTL, features per row), then a segment per row: a
+        # cluster may send one node's calls as one (schemas/online/node_batches.py).
+        calls = [
+            ScriptCall(UPSERT_IF_NEWER, keys, argv, header=2)
+            for keys, argv in self.script_calls(rows)
+        ]
         row_calls = len(calls)
         after: list[ScriptCall] = []
         if isinstance(also, GuardedCalls):
@@ -227,28 +232,32 @@ class OnlineStoreWriter:
     def script_calls(self, rows: Sequence[FeatureRow]) -> list[tuple[list[bytes], list[Any]]]:
         """``(KEYS, ARGV)`` of the script calls for ``rows``: per view (and slot, on a
         cluster), in chunks (pure)."""
-        by_group: dict[tuple[str, int], list[FeatureRow]] = {}
+        project = self._project.encode()
+        prefixes: dict[str, bytes] = {}  # a ViewSpec hashes slowly: look its layout up once
+        by_group: dict[tuple[str, int], list[tuple[FeatureRow, bytes]]] = {}
         for row in rows:
-            slot = key_slot(self._key(row)) if self._cluster is not None else 0
-            by_group.setdefault((row.view.name, slot), []).append(row)
+            name = row.view.name
+            prefix = prefixes.get(name)
+            if prefix is None:
+                prefix = prefixes[name] = layout(row.view).key_prefix
+            key = prefix + _pack_int64(row.entity_id) + project
+            slot = key_slot(key) if self._cluster is not None else 0
+            by_group.setdefault((name, slot), []).append((row, key))
         calls = []
         for view_rows in by_group.values():
             for i in range(0, len(view_rows), ROWS_PER_CALL):
                 calls.append(self._call(view_rows[i : i + ROWS_PER_CALL]))
         return calls
 
-    def _key(self, row: FeatureRow) -> bytes:
-        return layout(row.view).key_prefix + _pack_int64(row.entity_id) + self._project.encode()
-
-    def _call(self, rows: Sequence[FeatureRow]) -> tuple[list[bytes], list[Any]]:
-        spec = rows[0].view
+    def _call(self, rows: Sequence[tuple[FeatureRow, bytes]]) -> tuple[list[bytes], list[Any]]:
+        spec = rows[0][0].view
         keys: list[bytes] = []
         argv: list[Any] = [self._ttl, len(spec.features)]
         rows_at = layout(spec)
         ts_field = rows_at.ts_field
         hashes = [rows_at.field_hashes[name] for name in spec.feature_names]
-        for row in rows:
-            keys.append(self._key(row))
+        for row, key in rows:
+            keys.append(key)
             seconds, nanos = divmod(row.event_ns, 1_000_000_000)
             argv += (ts_field, encode_timestamp(row.event_ns), seconds, nanos)
             if row.encoded is not None:

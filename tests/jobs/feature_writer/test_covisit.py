@@ -67,7 +67,11 @@ def test_script_calls_are_chunked_in_order() -> None:
 
 def added(plan: Plan) -> dict[bytes, list[int]]:
     """Set key -> the members each count call adds 1 to."""
-    return {call.keys[0]: [int(m) for m in call.argv[2:]] for call in plan.with_rows}
+    out = {}
+    for call in plan.with_rows:
+        assert call.argv[2] == len(call.argv) - 3  # how many members follow
+        out[call.keys[0]] = [int(m) for m in call.argv[3:]]
+    return out
 
 
 def test_a_plan_counts_both_directions_and_moves_each_guard_to_its_newest_visit() -> None:
@@ -83,8 +87,8 @@ def test_a_plan_counts_both_directions_and_moves_each_guard_to_its_newest_visit(
     assert all(call.argv[:2] == [7, 60] for call in plan.with_rows)
     guards = {call.keys[0]: call.argv for call in plan.after_rows}
     assert guards == {
-        seen_key(1, "p"): [200, 14, options.seen_ttl_ms],
-        seen_key(2, "p"): [50, 12, options.seen_ttl_ms],
+        seen_key(1, "p"): [options.seen_ttl_ms, 200, 14],
+        seen_key(2, "p"): [options.seen_ttl_ms, 50, 12],
     }
 
 
