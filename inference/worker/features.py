@@ -7,7 +7,8 @@ exactly what ``get_online_features`` returns (a test proves it). A batch takes
 three round trips, each depending on the one before: the users' rows; the trends
 of their recent categories; the candidates' item rows and stock. A fourth, beside
 the trends, reads the co-visitation sets of the users' last clicks
-(``schemas.online.covisit``).
+(``schemas.online.covisit``). On a Redis Cluster each round trip is one pipeline
+per master, in turn (``schemas.online.node_pipeline``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from schemas.online.connect import OnlineClient
 from schemas.online.covisit import Neighbours, read_neighbours
+from schemas.online.node_pipeline import pipeline_for
 from schemas.online.redis_store import decode_reply, queue_row_reads
 from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
 from schemas.records import BehaviorEvent
@@ -104,7 +106,7 @@ class PipelineReads:
         project: str,
         on_unreadable: UnreadableHandler = ignore_unreadable,
     ) -> None:
-        self._pipe = client.pipeline(transaction=False)
+        self._pipe = pipeline_for(client)
         self._project = project
         self._on_unreadable = on_unreadable
         self._queued: list[tuple[ViewSpec, list[str], int]] = []

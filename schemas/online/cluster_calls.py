@@ -46,6 +46,7 @@ from redis.crc import key_slot
 from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptError, TryAgainError
 
 from schemas.online.node_batches import Merged, merge
+from schemas.online.node_pipeline import NodePipeline
 from schemas.online.script_call import ScriptCall
 
 __all__ = ["ClusterCalls", "CrossSlotCall", "ReplicationError", "ScriptCall", "slot_of_call"]
@@ -123,27 +124,11 @@ class ClusterCalls:
         )
 
     def get(self, keys: Sequence[bytes]) -> list[bytes | None]:
-        """``GET`` of each key from its master, one plain pipeline per master.
-
-        Not redis-py's cluster pipeline, whose bookkeeping per command cost the
-        writer more than the reads themselves. Any error (a redirection included)
-        reads the slot map again and raises: the caller sends the batch again.
-        """
-        by_node: dict[str, tuple[ClusterNode, list[int]]] = {}
-        for index, key in enumerate(keys):
-            node = self._primary(key_slot(key))
-            by_node.setdefault(node.name, (node, []))[1].append(index)
-        values: list[bytes | None] = [None] * len(keys)
-        try:
-            for node, indexes in by_node.values():
-                pipe = self._client.get_redis_connection(node).pipeline(transaction=False)
-                for index in indexes:
-                    pipe.get(keys[index])
-                for index, value in zip(indexes, pipe.execute(), strict=True):
-                    values[index] = value
-        except redis.RedisError:
-            self._client.nodes_manager.initialize()
-            raise
+        """``GET`` of each key from its master (:class:`NodePipeline`)."""
+        pipe = NodePipeline(self._client)
+        for key in keys:
+            pipe.get(key)
+        values: list[bytes | None] = pipe.execute()
         return values
 
     def _run_merged(self, merged: Sequence[Merged], replies: list[Any]) -> list[int]:

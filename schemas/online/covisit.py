@@ -23,6 +23,7 @@ from typing import Any
 
 from schemas.features import TS_DIGITS
 from schemas.online.connect import OnlineClient
+from schemas.online.node_pipeline import pipeline_for
 from schemas.views import PROJECT
 from schemas.windows import WINDOW_MS
 
@@ -109,7 +110,7 @@ def read_neighbours(
     """Each item's best ``per_item`` co-visited items, in one pipeline (empty where none)."""
     if not item_ids or per_item < 1:
         return [[] for _ in item_ids]
-    pipe = client.pipeline(transaction=False)
+    pipe = pipeline_for(client)
     queue_neighbour_reads(pipe, item_ids, per_item, project)
     replies: list[Sequence[tuple[bytes, float]]] = pipe.execute()
     return [decode_neighbours(reply) for reply in replies]

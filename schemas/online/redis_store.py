@@ -32,6 +32,7 @@ from schemas.online.feast_format import (
     encode_timestamp,
     layout,
 )
+from schemas.online.node_pipeline import pipeline_for
 from schemas.views import PROJECT, ViewSpec, view_spec
 
 logger = logging.getLogger(__name__)
@@ -284,7 +285,7 @@ def read_rows(
     """
     spec = view_spec(view)
     names = list(spec.feature_names if features is None else features)
-    pipe = client.pipeline(transaction=False)
+    pipe = pipeline_for(client)
     queue_row_reads(pipe, spec, entity_ids, names, project)
     replies: list[list[bytes | None]] = pipe.execute()
     return [decode_reply(spec, names, reply, timestamp_field) for reply in replies]

@@ -13,8 +13,9 @@ ports, from the stack manager, and sends both the same work:
 - **reads**: the worker's first round trip (both user views of 128 users) through
   :class:`~inference.worker.features.FeatureReader`, ``--reads`` times.
 
-Reported per store: rows/s, Redis CPU per row (``used_cpu_sys + used_cpu_user`` of
-every node, replicas included, over the write phase) and read latency percentiles.
+Reported per store: rows/s, Redis CPU per row (``used_cpu_sys + used_cpu_user`` over
+the write phase, summed over the masters and over the replicas) and read latency
+percentiles. ``master_cpu_us_per_row`` is what ``make capacity`` sizes shards by.
 On this 2-core box the cluster's six servers share the cores with the writer, so
 its rows/s is a floor; its CPU per row is what the capacity model needs.
 """
@@ -54,16 +55,27 @@ READ_BATCH = 128
 class Measured:
     store: str
     rows_per_s: float
-    cpu_us_per_row: float
+    master_us_per_row: float  # summed over the masters
+    replica_us_per_row: float  # summed over the replicas
     read_ms: list[float]
 
+    @property
+    def cpu_us_per_row(self) -> float:
+        return self.master_us_per_row + self.replica_us_per_row
 
-def server_cpu_s(ports: Sequence[int]) -> float:
-    total = 0.0
+
+def server_cpu_s(ports: Sequence[int]) -> dict[int, float]:
+    """Seconds of CPU each server has used so far."""
+    out = {}
     for port in ports:
         info: Any = redis.Redis(host="127.0.0.1", port=port).info("cpu")
-        total += float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
-    return total
+        out[port] = float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+    return out
+
+
+def is_replica(port: int) -> bool:
+    info: Any = redis.Redis(host="127.0.0.1", port=port).info("replication")
+    return bool(info["role"] == "slave")
 
 
 def write_all(
@@ -102,7 +114,10 @@ def measure(
     cpu_before, started = server_cpu_s(ports), time.perf_counter()
     written = write_all(writer, updates, args.batch, progress)
     elapsed = time.perf_counter() - started
-    cpu = server_cpu_s(ports) - cpu_before
+    cpu_after = server_cpu_s(ports)
+    spent = {port: cpu_after[port] - cpu_before[port] for port in ports}
+    replicas = sum(spent[port] for port in ports if is_replica(port))
+    masters = sum(spent.values()) - replicas
     users = sorted({u.user_id for u in updates if hasattr(u, "user_id")})
     reader = FeatureReader(client, PROJECT, inventory_key(PROJECT))
     read_ms = []
@@ -112,13 +127,16 @@ def measure(
         reader.users(users[at : at + READ_BATCH])
         read_ms.append((time.perf_counter() - begun) * 1000)
     client.close()
-    return Measured(store, written / elapsed, cpu / written * 1e6, read_ms)
+    per_row = 1e6 / written
+    return Measured(store, written / elapsed, masters * per_row, replicas * per_row, read_ms)
 
 
 def report(one: Measured, cluster: Measured) -> None:
-    header = ["store", "rows/s", "Redis CPU µs/row", "read p50 ms", "read p99 ms"]
+    header = ["store", "rows/s", "Redis CPU µs/row", "of which masters", "replicas",
+              "read p50 ms", "read p99 ms"]  # fmt: skip
     rows = [
         [m.store, f"{m.rows_per_s:,.0f}", f"{m.cpu_us_per_row:.1f}",
+         f"{m.master_us_per_row:.1f}", f"{m.replica_us_per_row:.1f}",
          f"{percentile(m.read_ms, 50):.2f}", f"{percentile(m.read_ms, 99):.2f}"]
         for m in (one, cluster)
     ]  # fmt: skip
@@ -140,6 +158,8 @@ def report(one: Measured, cluster: Measured) -> None:
             cluster_vs_one=f"{cluster.rows_per_s / one.rows_per_s:.2f}",
             redis_cpu_us_per_row_one=f"{one.cpu_us_per_row:.1f}",
             redis_cpu_us_per_row_cluster=f"{cluster.cpu_us_per_row:.1f}",
+            master_cpu_us_per_row=f"{cluster.master_us_per_row:.1f}",
+            replica_cpu_us_per_row=f"{cluster.replica_us_per_row:.1f}",
             read_p99_ms_one=f"{percentile(one.read_ms, 99):.2f}",
             read_p99_ms_cluster=f"{percentile(cluster.read_ms, 99):.2f}",
         )
