@@ -11,9 +11,12 @@ a stated assumption with a flag of its own. The load: ``--events-per-krps``
   at least three.
 - **Flink TaskManager slots**: events/s over ``bench-features``' events/s on one slot.
 - **Feature writers and Redis shards**: changelog rows (events x rows per event) over
-  the writer's drain rate; Redis CPU is the measured µs per written row plus
-  ``--redis-read-us`` per request (an assumption: reads were not measured apart),
-  filled to ``--redis-fill`` of a core per shard (one master; a replica each).
+  the writer's drain rate; Redis CPU is the measured µs per written row (the masters'
+  of ``bench-redis-cluster`` when given: a sharded store writes through scripts per
+  node and waits for replicas; else one Redis's) plus ``--redis-read-us`` per request
+  (an assumption: reads were not measured apart), filled to ``--redis-fill`` of a
+  core per shard (one master; a replica each, counted as a core of its own although
+  it used half the master's CPU).
 - **Workers**: the worker's SLA rate per core from ``bench-sla`` (a 2-core box that
   also ran Triton on CPU, Kafka and Redis, so this is a floor).
 - **Ranking**: candidates/s per CPU core (``bench-serving``, Triton on CPU) or per GPU
@@ -35,6 +38,14 @@ from tests.benchmarks.report import BenchmarkFailure, fail, print_table, result_
 
 INPUTS = Path(__file__).with_name("capacity_inputs.txt")
 Figures = Mapping[str, Mapping[str, float]]
+
+
+def redis_us_per_row(figures: Figures) -> float:
+    """Masters' CPU per written row: the cluster's if measured, else one Redis's (pure)."""
+    cluster = figures.get("redis_cluster", {})
+    if "master_cpu_us_per_row" in cluster:
+        return cluster["master_cpu_us_per_row"]
+    return figures["writer"]["redis_cpu_us_per_record"]
 
 
 def parse_inputs(lines: Iterable[str]) -> dict[str, dict[str, float]]:
@@ -107,7 +118,7 @@ def plan(rps: float, figures: Figures, a: Assumptions) -> Plan:
         brokers = max(a.replication, need(records * a.replication, broker_rate, a.fill))
         slots = need(events, figures["features"]["events_per_s"], a.fill)
         writers = need(rows, figures["writer"]["records_per_s"], a.fill)
-        redis_core_s = rows * figures["writer"]["redis_cpu_us_per_record"] + rps * a.redis_read_us
+        redis_core_s = rows * redis_us_per_row(figures) + rps * a.redis_read_us
         redis_shards = need(redis_core_s / 1e6, 1.0, a.redis_fill)
         worker_rate_per_core = figures["sla"]["sla_rps"] / figures["sla"]["box_cores"]
         worker_cores = need(rps, worker_rate_per_core, a.fill)
