@@ -47,7 +47,7 @@ from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptErr
 
 from schemas.online.node_batches import Merged, merge
 from schemas.online.node_pipeline import NodePipeline
-from schemas.online.script_call import ScriptCall
+from schemas.online.script_call import ScriptCall, ScriptShas
 
 __all__ = ["ClusterCalls", "CrossSlotCall", "ReplicationError", "ScriptCall", "slot_of_call"]
 
@@ -98,7 +98,7 @@ class ClusterCalls:
         self._client: Any = client
         self.replica_acks = replica_acks
         self.wait_timeout_ms = wait_timeout_ms
-        self._shas: dict[str, str] = {}
+        self._shas = ScriptShas()
         self._one_copy: set[str] = set()  # masters written without a replica to wait for
         self._roles: dict[str, tuple[float, int]] = {}  # master -> (checked at, replicas)
 
@@ -277,12 +277,9 @@ class ClusterCalls:
         return wanted
 
     def _sha(self, script: str) -> str:
-        sha = self._shas.get(script)
-        if sha is None:
-            # SCRIPT LOAD goes to every master; a NOSCRIPT later (a promoted replica,
-            # a restart) loads it on that node alone.
-            sha = self._shas[script] = str(self._client.script_load(script))
-        return sha
+        # SCRIPT LOAD goes to every master; a NOSCRIPT later (a promoted replica, a
+        # restart) loads it on that node alone (_load).
+        return self._shas.sha(self._client, script)
 
     def _load(self, node: ClusterNode, script: str) -> None:
         self._client.get_redis_connection(node).script_load(script)

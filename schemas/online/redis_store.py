@@ -33,6 +33,7 @@ from schemas.online.feast_format import (
     layout,
 )
 from schemas.online.node_pipeline import pipeline_for
+from schemas.online.script_call import ScriptShas
 from schemas.views import PROJECT, ViewSpec, view_spec
 
 logger = logging.getLogger(__name__)
@@ -146,7 +147,7 @@ class OnlineStoreWriter:
         self._client = client
         self._project = project
         self._ttl = key_ttl_seconds or 0
-        self._shas: dict[str, str] = {}
+        self._shas = ScriptShas()
         self._cluster = (
             ClusterCalls(client, replica_acks, wait_timeout_ms)
             if isinstance(client, RedisCluster)
@@ -225,10 +226,7 @@ class OnlineStoreWriter:
         return replies
 
     def _script_sha(self, script: str) -> str:
-        sha = self._shas.get(script)
-        if sha is None:
-            sha = self._shas[script] = str(self._client.script_load(script))
-        return sha
+        return self._shas.sha(self._client, script)
 
     def script_calls(self, rows: Sequence[FeatureRow]) -> list[tuple[list[bytes], list[Any]]]:
         """``(KEYS, ARGV)`` of the script calls for ``rows``: per view (and slot, on a

@@ -21,3 +21,22 @@ class ScriptCall(NamedTuple):
     keys: list[bytes]
     argv: list[Any]
     header: int | None = None
+
+
+class ScriptShas:
+    """Each script's SHA1 as Redis gave it at SCRIPT LOAD, loaded once per client."""
+
+    def __init__(self) -> None:
+        self._shas: dict[str, str] = {}
+
+    def sha(self, client: Any, script: str) -> str:
+        """The script's SHA1, loading it through ``client`` the first time (on a
+        cluster client, SCRIPT LOAD goes to every master)."""
+        sha = self._shas.get(script)
+        if sha is None:
+            sha = self._shas[script] = str(client.script_load(script))
+        return sha
+
+    def clear(self) -> None:
+        """Forget every SHA (Redis lost its scripts: a restart, SCRIPT FLUSH)."""
+        self._shas.clear()

@@ -6,6 +6,7 @@ import os
 import signal
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -136,21 +137,36 @@ def test_a_key_already_migrated_is_written_where_ask_points(
             move_slot(nodes, slot, target, source)
 
 
+def rows_of_a_master_and_its_replica(
+    cluster: RedisClusterStack, project: str, count: int
+) -> tuple[list[int], int]:
+    """``count`` entities whose rows live on the first master; its replica's port."""
+    master = sorted(masters(cluster.url))[0]
+    ids = entities_on(ports(cluster)[0], ITEM_TRENDS, project, master, count)
+    return ids, replica_of(cluster.url, master)
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """The process paused (SIGSTOP): connected, answering nothing, until the block ends."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
 def test_a_batch_no_replica_confirmed_fails_and_succeeds_when_sent_again(
     client: OnlineClient, redis_cluster: RedisClusterStack, project: str
 ) -> None:
-    nodes = ports(redis_cluster)
-    master = sorted(masters(redis_cluster.url))[0]
-    replica = replica_of(redis_cluster.url, master)
-    ids = entities_on(nodes[0], ITEM_TRENDS, project, master, 5)
+    ids, replica = rows_of_a_master_and_its_replica(redis_cluster, project, 5)
     writer = OnlineStoreWriter(client, project, replica_acks=1, wait_timeout_ms=300)
-    pid = pid_of(redis_cluster.stack, replica)
-    os.kill(pid, signal.SIGSTOP)  # the replica stops taking the stream
-    try:
-        with pytest.raises(ReplicationError, match="confirmed by 0 of 1 replica"):
-            writer.write(item_rows(ids, pv=1))
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    # The replica stops taking the stream: the batch must fail, not count as written.
+    with (
+        stopped(pid_of(redis_cluster.stack, replica)),
+        pytest.raises(ReplicationError, match="confirmed by 0 of 1 replica"),
+    ):
+        writer.write(item_rows(ids, pv=1))
     wait_until(lambda: node_client(replica).info("replication")["master_link_status"] == "up", 30)
     # Sent again whole, as the writer's loop does: rows already on the master are stale
     # there, the rest land, and now a replica confirms them.
@@ -164,18 +180,11 @@ def test_a_batch_no_replica_confirmed_fails_and_succeeds_when_sent_again(
 def test_without_replica_acks_no_wait_is_sent(
     client: OnlineClient, redis_cluster: RedisClusterStack, project: str
 ) -> None:
-    nodes = ports(redis_cluster)
-    master = sorted(masters(redis_cluster.url))[0]
-    replica = replica_of(redis_cluster.url, master)
-    ids = entities_on(nodes[0], ITEM_TRENDS, project, master, 3)
-    pid = pid_of(redis_cluster.stack, replica)
-    os.kill(pid, signal.SIGSTOP)
-    try:  # the setting's documented cost: acknowledged before any replica holds it
-        assert (
-            OnlineStoreWriter(client, project, replica_acks=0).write(item_rows(ids, 1)).written == 3
-        )
-    finally:
-        os.kill(pid, signal.SIGCONT)
+    ids, replica = rows_of_a_master_and_its_replica(redis_cluster, project, 3)
+    # The setting's documented cost: acknowledged before any replica holds it.
+    with stopped(pid_of(redis_cluster.stack, replica)):
+        writer = OnlineStoreWriter(client, project, replica_acks=0)
+        assert writer.write(item_rows(ids, 1)).written == 3
 
 
 def test_a_script_call_spanning_slots_is_refused_before_sending(client: OnlineClient) -> None:
