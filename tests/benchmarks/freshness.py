@@ -9,13 +9,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import redis
-
 from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import event_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import OnlineClient, connect
 from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
 from tests.benchmarks.report import failure_percentile, failure_rate
@@ -61,7 +60,7 @@ class Freshness:
 class Probe:
     """Polls the online store for the sampled clicks that are not readable yet."""
 
-    client: redis.Redis
+    client: OnlineClient
     # user -> (item, ts) -> send time: a user sampled twice keeps both probes. Keyed by
     # user so that a poll's check costs the clicks it read, not every pending click per
     # user read: the quadratic check slowed the probe as latency grew (at 5,000 events/s
@@ -149,7 +148,7 @@ def measure_freshness(
     sample_every: int = 10,
 ) -> Freshness:
     """Every ``sample_every``-th event sent at ``rate`` events/s: its latency, or unreadable."""
-    probe = Probe(redis.Redis.from_url(redis_url))
+    probe = Probe(connect(redis_url))
     thread = threading.Thread(target=probe.run, daemon=True)
     thread.start()
     producer = KeyedProducer(kafka, **{"linger.ms": 1})

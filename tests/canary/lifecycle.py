@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import redis
-
 from inference.serving import repository
 from inference.serving.canary_run import CHAMPION_ALIAS
 from inference.serving.control import TritonControl
@@ -28,6 +26,7 @@ from jobs.localstack import Stack, StackSettings
 from jobs.ranker.registry import log_and_register
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import REGISTERED_MODEL, RegistryClient
+from schemas.online.connect import OnlineClient, connect
 from tests.canary.load import RequestStream
 from tests.conftest import REPO_ROOT
 from tests.inference.worker.harness import OutputReader, WorkerProcess, WorkerTopics, worker_env
@@ -43,7 +42,7 @@ class Lifecycle:
     home: Path
     settings: StackSettings
     kafka: KafkaSettings
-    redis: redis.Redis
+    redis: OnlineClient
     registry: RegistryClient
     control: TritonControl
     model_dir: Path  # the served model's folder in Triton's repository
@@ -104,7 +103,7 @@ def _served(
     settings: StackSettings, stack: Stack, model_dir: Path, home: Path, rate: float
 ) -> Iterator[Lifecycle]:
     registry = RegistryClient(stack.exports(["mlflow"])["MLFLOW_TRACKING_URI"])
-    client = redis.Redis.from_url(settings.redis_url)
+    client = connect(settings.redis_url)
     events = stream_events(20_000)
     say(f"features of {len(events)} Taobao events into Redis")
     write_features(client, PROJECT, changelog(events))

@@ -16,11 +16,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import redis
-
 from jobs.localstack import Stack
 from jobs.localstack.process import group_members, read_pidfile
 from schemas.codec import wall_clock_ms
+from schemas.online.connect import OnlineClient
 from tests.chaos.ledger import FaultWindow
 
 
@@ -114,14 +113,14 @@ class StoreSnapshot:
     out_of_stock: set[bytes]
 
 
-def store_snapshot(client: redis.Redis, inventory: str) -> StoreSnapshot:
+def store_snapshot(client: OnlineClient, inventory: str) -> StoreSnapshot:
     """Every key of the online store, and the members of the out-of-stock set."""
     keys = set(client.scan_iter(count=5000))
     members: set[bytes] = client.smembers(inventory)  # type: ignore[assignment]
     return StoreSnapshot(keys, members)
 
 
-def store_losses(before: StoreSnapshot, client: redis.Redis, inventory: str) -> list[str]:
+def store_losses(before: StoreSnapshot, client: OnlineClient, inventory: str) -> list[str]:
     """Keys and out-of-stock marks present before a restart that are gone after it.
 
     Values may have moved on meanwhile (the writer keeps writing); only absence counts.

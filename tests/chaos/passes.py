@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import redis
 from confluent_kafka import KafkaError, KafkaException
 
 from inference.worker.inventory import inventory_key, mark
@@ -41,6 +40,7 @@ from jobs.localstack import Stack
 from jobs.replay.readback import high_watermarks, read_range
 from schemas.codec import dead_letter_codec, recommendation_codec
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import connect
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 from schemas.views import PROJECT
@@ -126,7 +126,7 @@ def fault_pass(
         writer_part(topics.changelog, run_id, log_dir),
         worker,
     ]
-    client = redis.Redis.from_url(chaos.redis_url)
+    client = connect(chaos.redis_url)
     inventory = inventory_key(PROJECT)
     with supervised(chaos.env, parts) as supervisor, closing(client):
         say(f"{mode}: parts starting (logs in {log_dir})")

@@ -28,6 +28,7 @@ import redis
 
 from jobs.features.checkpoints import latest_checkpoint
 from jobs.localstack.process import group_members
+from schemas.online.connect import connect
 from tests.chaos.growth import Sample
 
 MB = 1024 * 1024
@@ -114,7 +115,7 @@ class Sampler(threading.Thread):
     ) -> None:
         super().__init__(daemon=True, name="sampler")
         self.processes = processes
-        self.client = redis.Redis.from_url(redis_url, socket_timeout=5)
+        self.client = connect(redis_url, socket_timeout=5)
         self.checkpoint_dir = checkpoint_dir
         self.triton_metrics_url = triton_metrics_url
         self.every_s = every_s

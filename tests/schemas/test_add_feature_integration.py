@@ -41,6 +41,7 @@ from jobs.feature_writer.rows import ConversionOptions, to_row
 from jobs.features.sql import sink_columns
 from schemas.features import ItemWindow
 from schemas.online.redis_store import OnlineStoreWriter, read_rows
+from schemas.online.connect import connect
 
 root = Path.cwd()
 extra = {"sessions": 7} if "sessions" in ItemWindow.__struct_fields__ else {}
@@ -56,7 +57,7 @@ feast_fields = [f.name for f in definitions.item_trends.features]
 project = "streamrec_add" + uuid.uuid4().hex[:8]
 yaml_path = root / "feature_repo/feature_store.yaml"
 yaml_path.write_text(yaml_path.read_text().replace("project: streamrec", f"project: {project}"))
-client = redis.Redis.from_url(os.environ["STREAMREC_REDIS_URL"])
+client = connect(os.environ["STREAMREC_REDIS_URL"])
 row = to_row(update, ConversionOptions())
 OnlineStoreWriter(client, project).write([row])
 ours = read_rows(client, "item_trends", [update.item_id], project=project)[0]

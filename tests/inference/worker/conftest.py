@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import OnlineClient, connect
 from tests.conftest import Endpoints
 from tests.feature_repo.applied import feast_cluster_repo, feast_repo
 from tests.inference.worker.harness import WorkerProcess, WorkerTopics, worker_env
@@ -34,14 +34,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
 
 
 @pytest.fixture(scope="session")
-def redis_client(stack: Endpoints) -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(requirements.redis_url(stack.redis_url))
+def redis_client(stack: Endpoints) -> Iterator[OnlineClient]:
+    client = connect(requirements.redis_url(stack.redis_url))
     yield client
     client.close()
 
 
 @pytest.fixture(scope="session")
-def world_project(redis_client: redis.Redis, world: World) -> str:
+def world_project(redis_client: OnlineClient, world: World) -> str:
     """A Feast project of its own in Redis holding the world's features."""
     project = f"wt{uuid.uuid4().hex[:8]}"
     assert write_features(redis_client, project, changelog(world.events)) > 0

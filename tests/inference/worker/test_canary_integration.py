@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from inference.serving import cli, repository
 from inference.serving.canary import Guards, VariantFigures
@@ -26,6 +25,7 @@ from jobs.ranker.registry import log_and_register
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.model_registry import RegistryClient
+from schemas.online.connect import OnlineClient
 from schemas.records import RecRequest
 from schemas.routing import Routing, Variant, decode, encode, routing_key, variant_of
 from tests.conftest import Endpoints, TritonServer
@@ -87,7 +87,7 @@ def test_a_fifty_fifty_split_holds_and_every_answer_names_its_variant(
     kafka: KafkaSettings,
     triton: TritonServer,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     start_worker: StartWorker,
     versions: tuple[int, int, int],
 ) -> None:
@@ -150,7 +150,7 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
     kafka: KafkaSettings,
     triton: TritonServer,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     start_worker: StartWorker,
     versions: tuple[int, int, int],
     mlflow_registry: str,
@@ -221,7 +221,7 @@ def test_a_failing_canary_is_rolled_back_and_a_good_one_promoted(
 def test_a_canary_whose_figures_cannot_be_read_is_rolled_back(
     triton: TritonServer,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     versions: tuple[int, int, int],
 ) -> None:
     champion, good, _ = versions
@@ -242,7 +242,7 @@ def test_a_canary_whose_figures_cannot_be_read_is_rolled_back(
 def test_a_swap_by_hand_moves_the_pin_before_it_unloads(
     triton: TritonServer,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     stack: Endpoints,
     versions: tuple[int, int, int],
 ) -> None:
@@ -262,7 +262,7 @@ def test_a_swap_by_hand_moves_the_pin_before_it_unloads(
         redis_client.delete(key)
 
 
-def pinned(client: redis.Redis, key: str) -> tuple[int, str]:
+def pinned(client: OnlineClient, key: str) -> tuple[int, str]:
     """The one version a pinned routing names, and its registry version."""
     raw = client.get(key)
     assert isinstance(raw, bytes), f"no routing at {key}"
@@ -288,7 +288,7 @@ def second_triton(triton: TritonServer, tmp_path: Path) -> Iterator[TritonContro
 def test_a_canary_moves_every_replica_together(
     triton: TritonServer,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     versions: tuple[int, int, int],
     second_triton: TritonControl,
 ) -> None:

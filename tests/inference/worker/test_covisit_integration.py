@@ -9,7 +9,6 @@ from pathlib import Path
 
 import msgspec
 import pytest
-import redis
 from confluent_kafka import Producer
 
 from inference.worker.features import FeatureReader
@@ -23,6 +22,7 @@ from jobs.feature_writer.settings import WriterSettings
 from schemas.codec import wall_clock_ms
 from schemas.features import FeatureUpdate, ItemWindow, UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import OnlineClient
 from schemas.ranking import OOV_INDEX
 from schemas.records import RecRequest
 from tests.conftest import Endpoints, TopicFactory, TritonServer
@@ -86,7 +86,7 @@ def test_others_next_clicks_are_recalled_by_covisit_and_an_unseen_item_is_ranked
     topic_factory: TopicFactory,
     triton: TritonServer,
     world: World,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     tmp_path: Path,
 ) -> None:
     project = f"cv{uuid.uuid4().hex[:8]}"

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 
 import pytest
-import redis
 
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import OnlineClient
 from schemas.records import BehaviorEvent, RecRequest
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
@@ -40,7 +40,7 @@ def asked_after(event: BehaviorEvent, request_id: str) -> RecRequest:
     return RecRequest(request_id, event.user_id, event.ts, k=10, trigger=event)
 
 
-def store(client: redis.Redis, project: str, event: BehaviorEvent) -> None:
+def store(client: OnlineClient, project: str, event: BehaviorEvent) -> None:
     packed = pack_event(event.ts, event.item_id, event.category_id, event.behavior)
     write_features(client, project, [UserRecentEvents(event.user_id, event.ts, [packed])])
 
@@ -50,7 +50,7 @@ def test_the_answer_includes_the_click_whether_or_not_the_store_has_it(
     triton: TritonServer,
     world: World,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     start_worker: StartWorker,
 ) -> None:
     topics = WorkerTopics.create(kafka)
@@ -97,7 +97,7 @@ def test_without_folding_the_worker_waits_for_the_store_then_flags_the_answer(
     triton: TritonServer,
     world: World,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     start_worker: StartWorker,
 ) -> None:
     topics = WorkerTopics.create(kafka)

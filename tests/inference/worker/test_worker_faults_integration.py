@@ -10,13 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import redis
 
 from inference.serving import repository
 from jobs.localstack import Stack, StackSettings
 from jobs.localstack.process import read_pidfile
 from schemas.codec import wall_clock_ms
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import connect
 from schemas.records import Recommendation, RecRequest
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
@@ -147,7 +147,7 @@ def own_redis(world: World, world_project: str, tmp_path: Path) -> Iterator[tupl
     """A Redis of this test's own (it gets stopped), holding the world's features."""
     local, settings = own_stack(tmp_path)
     local.up(["redis"])
-    client = redis.Redis.from_url(settings.redis_url)
+    client = connect(settings.redis_url)
     try:
         assert write_features(client, world_project, changelog(world.events)) > 0
         yield local, settings.redis_url

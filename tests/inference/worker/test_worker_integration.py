@@ -6,14 +6,13 @@ import time
 from collections import Counter
 
 import pytest
-import redis
 
 from inference.worker.inventory import mark
 from inference.worker.metrics import STAGES
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
-from schemas.online.connect import connect
+from schemas.online.connect import OnlineClient, connect
 from schemas.online.feast_format import field_hash, redis_key
 from schemas.records import Recommendation, RecRequest
 from schemas.views import VIEWS
@@ -60,7 +59,7 @@ def test_each_request_gets_one_answer_none_bought_and_fresh_clicks_change_it(
     triton: TritonServer,
     world: World,
     world_project: str,
-    redis_client: redis.Redis,
+    redis_client: OnlineClient,
     start_worker: StartWorker,
 ) -> None:
     topics = WorkerTopics.create(kafka)

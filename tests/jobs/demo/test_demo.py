@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from jobs.demo.cli import main
 from jobs.demo.loop import READY_TIMEOUT_S, WARM_UP_USER
+from schemas.online.connect import connect
 from schemas.views import PROJECT
 from tests.conftest import REPO_ROOT, Endpoints, TritonServer
 from tests.inference.worker.world import build_world, stream_events
@@ -51,7 +51,7 @@ def test_demo_runs_the_whole_loop_on_the_stream(
     monkeypatch.setenv("STREAMREC_WORKER_METRICS_PORT", "0")
     monkeypatch.setenv("STREAMREC_DRIFT_METRICS_PORT", "0")
     monkeypatch.setenv("STREAMREC_FEATURE_WRITER_METRICS_PORT", "0")
-    store = redis.Redis.from_url(stack.redis_url)
+    store = connect(stack.redis_url)
     store.set(f"{PROJECT}:demo-test:kept", "1")  # another project's key: a run leaves it be
     code = main(["--limit", str(EVENTS), "--speed", "0", "--model-dir", str(model_dir)])
     captured = capsys.readouterr()

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 from confluent_kafka import Producer
 
 from jobs.datasets import RowAudit
@@ -28,6 +27,7 @@ from jobs.feature_writer.covisit import NEIGHBOURS
 from jobs.replay.run import ReplayOptions, replay_events, run_replay
 from schemas.codec import event_codec
 from schemas.kafka import KafkaSettings
+from schemas.online.connect import OnlineClient, connect
 from tests.conftest import REPO_ROOT, Endpoints, TopicFactory
 from tests.jobs.features.harness import JobTopics, changelog, kill, read_all, start
 from tests.jobs.features.test_job_faults_integration import (
@@ -82,7 +82,7 @@ WRITE_CLOCK_FIELDS = {b"_ts:user_recent_clicks"}
 FRESH_VIEW = "user_recent"
 
 
-def store(client: redis.Redis, project: str) -> dict[bytes, object]:
+def store(client: OnlineClient, project: str) -> dict[bytes, object]:
     """Every key of ``project`` (the project's name cut out of it) with its value, the
     fields that hold the writer's clock left out."""
     name = project.encode()
@@ -142,7 +142,7 @@ def test_kills_of_the_job_and_the_writer_leave_the_store_an_uninterrupted_run_bu
 ) -> None:
     requirements.dataset("taobao")
     redis_url = requirements.redis_url(stack.redis_url)
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url)
     calm, faulty = topics_for(topic_factory, PARTITIONS), topics_for(topic_factory, PARTITIONS)
     for topics in (calm, faulty):
         stream_into(kafka, topics)
