@@ -43,10 +43,17 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
-from redis.exceptions import AskError, ClusterDownError, MovedError, NoScriptError, TryAgainError
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    NoScriptError,
+    RedisClusterException,
+    TryAgainError,
+)
 
 from schemas.online.node_batches import Merged, merge
-from schemas.online.node_pipeline import NodePipeline
+from schemas.online.node_pipeline import NodePipeline, refresh_slot_map
 from schemas.online.script_call import ScriptCall, ScriptShas
 
 __all__ = ["ClusterCalls", "CrossSlotCall", "ReplicationError", "ScriptCall", "slot_of_call"]
@@ -152,15 +159,21 @@ class ClusterCalls:
                 else:
                     replies[batch.parts[0]] = result
         if refresh:
-            self._client.nodes_manager.initialize()
+            self._refresh()
         return sorted(failed)
 
     def _primary(self, slot: int) -> ClusterNode:
-        node = self._client.nodes_manager.get_node_from_slot(slot)
+        try:
+            node = self._client.nodes_manager.get_node_from_slot(slot)
+        except RedisClusterException as exc:
+            raise redis.RedisError(f"no node serves slot {slot}: {exc}") from exc
         if node is None:
             raise redis.RedisError(f"no node serves slot {slot}")
         found: ClusterNode = node
         return found
+
+    def _refresh(self) -> None:
+        refresh_slot_map(self._client)
 
     def _round(self, pending: list[_Pending], replies: list[Any]) -> list[_Pending]:
         by_node: dict[str, tuple[ClusterNode, list[_Pending]]] = {}
@@ -188,7 +201,7 @@ class ClusterCalls:
                     continue
                 again.append(item)
         if refresh:
-            self._client.nodes_manager.initialize()
+            self._refresh()
         if pause:
             time.sleep(RETRY_PAUSE_S)
         return again
@@ -198,7 +211,7 @@ class ClusterCalls:
             host, port = item.ask
             node = self._client.get_node(host=host, port=port)
             if node is None:  # a node we have not met yet: learn the map first
-                self._client.nodes_manager.initialize()
+                self._refresh()
                 node = self._client.get_node(host=host, port=port)
             if node is not None:
                 asked: ClusterNode = node
@@ -223,7 +236,7 @@ class ClusterCalls:
         except (redis.ConnectionError, redis.TimeoutError):
             # A node is gone (a failover may be starting): read the map again so the
             # next attempt goes wherever its slots are served now.
-            self._client.nodes_manager.initialize()
+            self._refresh()
             raise
         if wanted > 0:
             acked = results.pop()

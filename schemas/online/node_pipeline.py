@@ -28,6 +28,18 @@ Key = bytes | str
 _REDIRECTED = (AskError, TryAgainError, ClusterDownError)  # MovedError is an AskError
 
 
+def refresh_slot_map(client: Any) -> None:
+    """Read the cluster's slot map again, raising ``redis.RedisError`` if no node answers.
+
+    redis-py raises its own ``RedisClusterException`` there, which is no RedisError:
+    the callers' retries (the writer's backoff, the worker's breaker) catch RedisError.
+    """
+    try:
+        client.nodes_manager.initialize()
+    except RedisClusterException as exc:
+        raise redis.RedisError(f"no cluster node answered for the slot map: {exc}") from exc
+
+
 def pipeline_for(client: OnlineClient) -> Any:
     """A non-transactional pipeline for reads, whichever kind of store ``client`` is."""
     if isinstance(client, RedisCluster):
@@ -66,7 +78,7 @@ class NodePipeline:
         redirection)."""
         results = self._send()
         if any(isinstance(result, _REDIRECTED) for result in results):
-            self._client.nodes_manager.initialize()
+            refresh_slot_map(self._client)
             results = self._send()
         for result in results:
             if isinstance(result, Exception):
@@ -81,7 +93,7 @@ class NodePipeline:
                 node = self._client.nodes_manager.get_node_from_slot(key_slot(raw))
                 by_node.setdefault(node.name, (node, []))[1].append(index)
         except RedisClusterException as exc:  # a slot no master serves: not a RedisError
-            self._client.nodes_manager.initialize()
+            refresh_slot_map(self._client)
             raise redis.RedisError(str(exc)) from exc
         results: list[Any] = [None] * len(self._queued)
         try:
@@ -96,6 +108,6 @@ class NodePipeline:
         except (redis.ConnectionError, redis.TimeoutError):
             # A master is gone (a failover may be starting): the next read goes
             # wherever its slots are served by then.
-            self._client.nodes_manager.initialize()
+            refresh_slot_map(self._client)
             raise
         return results
