@@ -10,7 +10,8 @@ taken only where it is missing, so an ``up`` interrupted half-way completes it.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import redis
@@ -30,10 +31,9 @@ def slot_ranges(masters: int) -> list[tuple[int, int]]:
 
 def cluster_info(client: redis.Redis) -> dict[str, str]:
     text = client.execute_command("CLUSTER", "INFO")  # type: ignore[no-untyped-call]
+    # Two arguments, so redis-py leaves the reply as Redis wrote it: "name:value" lines.
     if isinstance(text, bytes):
         text = text.decode()
-    if isinstance(text, dict):  # redis-py may parse it already
-        return {str(k): str(v) for k, v in text.items()}
     return dict(line.split(":", 1) for line in str(text).split() if ":" in line)
 
 
@@ -42,9 +42,9 @@ def _myid(client: redis.Redis) -> str:
     return reply.decode() if isinstance(reply, bytes) else str(reply)
 
 
-def _wait(what: str, timeout_s: float, done: object) -> None:
+def _wait(what: str, timeout_s: float, done: Callable[[], bool]) -> None:
     deadline = time.monotonic() + timeout_s
-    while not done():  # type: ignore[operator]
+    while not done():
         if time.monotonic() > deadline:
             raise StackError(f"the Redis Cluster did not form: {what} after {timeout_s:.0f} s")
         time.sleep(_POLL_S)
@@ -125,7 +125,7 @@ def form_cluster(ports: Sequence[int], masters: int, timeout_s: float = 60.0) ->
                 _wait(
                     f"node {ports[masters + index]} does not know its master yet",
                     timeout_s,
-                    lambda r=replica, m=master_id: _knows_master(r, m),
+                    partial(_knows_master, replica, master_id),
                 )
                 replica.execute_command("CLUSTER", "REPLICATE", master_id)  # type: ignore[no-untyped-call]
         _wait("not every slot served with replicas linked", timeout_s,

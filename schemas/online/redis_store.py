@@ -22,7 +22,7 @@ import redis
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
-from schemas.online.cluster_calls import DEFAULT_WAIT_TIMEOUT_MS, ClusterCalls, ScriptCall
+from schemas.online.cluster_calls import DEFAULT_WAIT_TIMEOUT_MS, ClusterCalls
 from schemas.online.connect import OnlineClient
 from schemas.online.feast_format import (
     FeatureRow,
@@ -33,7 +33,7 @@ from schemas.online.feast_format import (
     layout,
 )
 from schemas.online.node_pipeline import pipeline_for
-from schemas.online.script_call import ScriptShas
+from schemas.online.script_call import ScriptCall, ScriptShas
 from schemas.views import PROJECT, ViewSpec, view_spec
 
 logger = logging.getLogger(__name__)

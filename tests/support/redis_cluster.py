@@ -20,31 +20,36 @@ def node_client(port: int) -> Any:
     return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5)
 
 
-def masters(url: str) -> dict[int, str]:
-    """port -> node id of every master now serving slots."""
+def _nodes(url: str) -> dict[str, Any]:
+    """CLUSTER NODES as redis-py parses it: address -> flags, ids, slots."""
     client: Any = connect(url)
     try:
-        nodes = client.cluster_nodes()
+        nodes: dict[str, Any] = client.cluster_nodes()
     finally:
         client.close()
+    return nodes
+
+
+def _port(address: str) -> int:
+    return int(address.rsplit(":", 1)[1])
+
+
+def masters(url: str) -> dict[int, str]:
+    """port -> node id of every master now serving slots."""
     return {
-        int(address.rsplit(":", 1)[1]): node["node_id"]
-        for address, node in nodes.items()
+        _port(address): node["node_id"]
+        for address, node in _nodes(url).items()
         if "master" in node["flags"] and node["slots"] and "fail" not in node["flags"]
     }
 
 
 def replica_of(url: str, master_port: int) -> int:
     """The port of the replica following the master on ``master_port``."""
-    client: Any = connect(url)
-    try:
-        nodes = client.cluster_nodes()
-    finally:
-        client.close()
-    master_id = masters(url)[master_port]
+    nodes = _nodes(url)
+    master_id = next(node["node_id"] for a, node in nodes.items() if _port(a) == master_port)
     for address, node in nodes.items():
         if node["master_id"] == master_id:
-            return int(address.rsplit(":", 1)[1])
+            return _port(address)
     raise AssertionError(f"no replica follows the master on {master_port}")
 
 
