@@ -5,7 +5,8 @@
    reference.
 2. Services: Kafka, Redis and Triton serving the ranker, from the local stack
    unless ``STREAMREC_KAFKA_BOOTSTRAP_SERVERS``/``STREAMREC_REDIS_URL`` and
-   ``STREAMREC_TRITON_URL`` name running ones.
+   ``STREAMREC_TRITON_URL`` name running ones. The local stack's broker is warmed
+   first (``--broker-warm-up``), as a deployment's broker is warm.
 3. The feature job (Flink), the feature writer and the inference worker start on
    topics named for this run; the 110,300-event Taobao stream is replayed paced
    by event time, with recommendation requests mixed in.
@@ -48,8 +49,15 @@ from jobs.demo.loop import (
 )
 from jobs.demo.outcome import judge, outcome_lines
 from jobs.demo.processes import running
-from jobs.demo.services import SERVED_MODEL, demo_services, ensure_model, grant_run
+from jobs.demo.services import (
+    SERVED_MODEL,
+    Services,
+    demo_services,
+    ensure_model,
+    grant_run,
+)
 from jobs.demo.shown import shown_lines
+from jobs.localstack.broker_warmup import warm_broker
 from jobs.localstack.process import port_in_use
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
@@ -84,6 +92,22 @@ class DemoSettings(Settings):
         METRICS_PORTS["writer"],
         env="STREAMREC_FEATURE_WRITER_METRICS_PORT",
         help="the feature writer's /metrics port (0 = any free port)",
+    )
+
+
+def warm_local_broker(services: Services, run_id: str, seconds: float) -> None:
+    if seconds <= 0:
+        return
+    with tqdm(total=round(seconds), unit="s", desc="broker warm-up", file=sys.stderr) as bar:
+
+        def progress(elapsed: float) -> None:
+            bar.update(int(elapsed) - bar.n)
+
+        warmed = warm_broker(services.kafka, f"{run_id}.warm-up", seconds, progress)
+    print(
+        f"broker warmed: {warmed.single_produces} single produces, "
+        f"{warmed.batched_records} batched records, {warmed.consumed} fetched",
+        file=sys.stderr,
     )
 
 
@@ -122,6 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds to wait for the last answers after the replay",
     )
     parser.add_argument(
+        "--broker-warm-up",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="traffic through the local stack's broker before the run, on a topic of its "
+        "own, so that its JIT is warm when latency is measured (0 = none; never done on "
+        "configured brokers)",
+    )
+    parser.add_argument(
         "--keep-stack",
         action="store_true",
         help="leave the stack running, and the run's feature rows in Redis",
@@ -153,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     events = list(read_dataset(options.dataset, options.path, RowAudit()))[: args.limit]
     log_dir = StackSettings.from_env().home / "demo" / run_id
     with demo_services(model_dir, args.keep_stack) as services:
+        if services.local_kafka:
+            warm_local_broker(services, run_id, args.broker_warm_up)
         topics.create(services.kafka)
         grant_run(services, topics, run_id, project)
         env = part_environment(

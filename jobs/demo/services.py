@@ -45,6 +45,8 @@ class Services:
     # A secured local stack gives every part its own principals; empty otherwise, and the
     # parts share the endpoints above.
     roles: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # Kafka is the local stack's broker (not configured endpoints): the demo may warm it.
+    local_kafka: bool = False
 
     def env_of(self, role: str) -> dict[str, str]:
         """The variables ``role`` runs with over the shared ones ({} when not secured)."""
@@ -139,9 +141,9 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
             admin = role_env(settings, "admin")
             roles = {role: role_env(settings, role) for role in PART_ROLES}
             kafka, redis_url = KafkaSettings.from_env(admin), admin["STREAMREC_REDIS_URL"]
-            yield Services(kafka, redis_url, triton_url, roles)
+            yield Services(kafka, redis_url, triton_url, roles, local_kafka=True)
         else:
-            yield Services(kafka, redis_url, triton_url)
+            yield Services(kafka, redis_url, triton_url, local_kafka="kafka" in wanted)
     finally:
         if started and not keep_stack:
             print(f"stopping {', '.join(started)}", file=sys.stderr)
