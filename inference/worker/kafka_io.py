@@ -324,7 +324,14 @@ class RecommendationSink:
                     raise DeliveryError(f"transaction failed: {error}") from exc
                 logger.warning("transaction aborted (%s): producing the batch again", error)
                 aborting = time.perf_counter()
-                self._retrying(self.producer.abort_transaction, give_up)
+                try:
+                    self._retrying(self.producer.abort_transaction, give_up)
+                except KafkaException as abort_exc:
+                    # The abort itself can be fenced: a coordinator that timed the
+                    # transaction out during an outage bumps the producer's epoch.
+                    raise DeliveryError(
+                        f"transaction failed: {error}; its abort failed: {abort_exc.args[0]}"
+                    ) from abort_exc
                 seconds["commit"] += time.perf_counter() - aborting
 
     def _one_transaction(

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -18,8 +19,8 @@ from inference.worker.kafka_io import (
     RequestStream,
 )
 from schemas.codec import request_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings
-from schemas.records import RecRequest
+from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from schemas.records import RecItem, Recommendation, RecRequest
 from tests.inference.worker.harness import WorkerTopics, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -208,4 +209,56 @@ def test_a_fenced_sink_raises_a_delivery_error_and_still_closes(kafka: KafkaSett
         old.close()  # raised KafkaException(_FENCED) before: the worker then exited 1
     finally:
         newer.close()
+        stream.close()
+
+
+class FencedOnAbort:
+    """The sink's real producer, with a newer instance under its transactional id
+    started just before the abort: the abort that follows is refused as fenced."""
+
+    def __init__(self, producer: Any, start_newer: Callable[[], object]) -> None:
+        self._producer = producer
+        self._start_newer = start_newer
+
+    def abort_transaction(self, *args: Any) -> None:
+        self._start_newer()
+        self._producer.abort_transaction(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._producer, name)
+
+
+def test_an_abort_refused_as_fenced_raises_a_delivery_error(kafka: KafkaSettings) -> None:
+    """A transaction fails (a record the topic refuses), and its abort is then fenced, as
+    when a coordinator timed the transaction out during a broker outage: the worker
+    exits for a restart (DeliveryError) instead of crashing on the abort's error."""
+    topics = WorkerTopics.create(kafka, partitions=1)
+    tiny = f"{topics.output}-tiny"
+    ensure_topics(kafka, [TopicSpec(tiny, 1, {"max.message.bytes": "100"})])
+    group = f"g-{topics.requests}"
+    stream = RequestStream(kafka, topics.requests, group, request_codec(), True)
+    produce(kafka, topics.requests, _requests("abort", 1))
+    polled = Polled()
+    while not polled.records:
+        polled = stream.poll(10, 1.0, lambda: False)
+    too_big = Recommendation(
+        "abort-0", 1, [RecItem(i, 0.5, "embedding") for i in range(20)], "ranker_python:1",
+        None, wall_clock_ms(),
+    )  # fmt: skip
+    newer: list[RecommendationSink] = []
+    old = RecommendationSink(kafka, tiny, group, "abort-fenced-id", 10_000, 20_000)
+    old.producer = FencedOnAbort(  # type: ignore[assignment]
+        old.producer,
+        lambda: newer.append(
+            RecommendationSink(kafka, tiny, group, "abort-fenced-id", 10_000, 20_000)
+        ),
+    )
+    try:
+        with pytest.raises(DeliveryError, match="its abort failed"):
+            old.deliver([too_big], polled, stream)
+        assert newer, "the transaction did not fail, so nothing was aborted"
+        old.close()
+    finally:
+        for sink in newer:
+            sink.close()
         stream.close()
