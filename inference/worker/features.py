@@ -5,10 +5,10 @@ these reads queue every entity of a micro-batch in one Redis pipeline and decode
 the same bytes Feast would (``schemas.online.feast_format``), so they return
 exactly what ``get_online_features`` returns (a test proves it). A batch takes
 three round trips, each depending on the one before: the users' rows; the trends
-of their recent categories; the candidates' item rows and stock. A fourth, beside
-the trends, reads the co-visitation sets of the users' last clicks
-(``schemas.online.covisit``). On a Redis Cluster each round trip is one pipeline
-per master, in turn (``schemas.online.node_pipeline``).
+of their recent categories with the co-visitation sets of their last clicks
+(``schemas.online.covisit``); the candidates' item rows and stock. On a Redis
+Cluster each round trip is one pipeline per master, in turn
+(``schemas.online.node_pipeline``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from schemas.online.connect import OnlineClient
-from schemas.online.covisit import Neighbours, read_neighbours
+from schemas.online.covisit import Neighbours, decode_neighbours, queue_neighbour_reads
 from schemas.online.node_pipeline import pipeline_for
 from schemas.online.redis_store import decode_reply, queue_row_reads
 from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
@@ -109,39 +109,44 @@ class PipelineReads:
         self._pipe = pipeline_for(client)
         self._project = project
         self._on_unreadable = on_unreadable
-        self._queued: list[tuple[ViewSpec, list[str], int]] = []
+        # Per handle: how many replies it takes, and how they decode.
+        self._queued: list[tuple[int, Callable[[list[Any]], list[Any]]]] = []
 
     def rows(self, spec: ViewSpec, entity_ids: Sequence[int]) -> int:
         """Queue every feature of ``spec`` for ``entity_ids``; returns a handle for results."""
         names = list(spec.feature_names)
         queue_row_reads(self._pipe, spec, entity_ids, names, self._project)
-        self._queued.append((spec, names, len(entity_ids)))
-        return len(self._queued) - 1
+        return self._handle(
+            len(entity_ids), lambda replies: [self._decode(spec, names, r) for r in replies]
+        )
 
     def smismember(self, key: str, members: Sequence[int]) -> int:
-        """Queue a set-membership test; its result comes after every view's rows."""
+        """Queue a set-membership test: one flag per member."""
         if members:
             self._pipe.smismember(key, list(members))
         else:
             self._pipe.exists(key)  # keeps one reply per queued call
-        self._queued.append((ITEM_TRENDS, [], -len(members) - 1))
+        return self._handle(
+            1, lambda replies: [bool(flag) for flag in replies[0]] if members else []
+        )
+
+    def neighbours(self, item_ids: Sequence[int], per_item: int) -> int:
+        """Queue each item's best ``per_item`` co-visited ``(item, count)``."""
+        queue_neighbour_reads(self._pipe, item_ids, per_item, self._project)
+        return self._handle(len(item_ids), lambda replies: [decode_neighbours(r) for r in replies])
+
+    def _handle(self, replies: int, decode: Callable[[list[Any]], list[Any]]) -> int:
+        self._queued.append((replies, decode))
         return len(self._queued) - 1
 
     def execute(self) -> list[list[Any]]:
-        """Per handle: the rows (None where absent, event time in ms under ``_event_ms``),
-        or the membership flags."""
-        replies: list[Any] = self._pipe.execute()
+        """Per handle, in queued order: the rows (None where absent, event time in ms
+        under ``_event_ms``), the membership flags, or the neighbour lists."""
+        replies: list[Any] = self._pipe.execute() if any(n for n, _ in self._queued) else []
         out: list[list[Any]] = []
         at = 0
-        for spec, names, count in self._queued:
-            if count < 0:  # a membership test
-                members = -count - 1
-                reply = replies[at]
-                out.append([bool(flag) for flag in reply] if members else [])
-                at += 1
-                continue
-            batch = replies[at : at + count]
-            out.append([self._decode(spec, names, reply) for reply in batch])
+        for count, decode in self._queued:
+            out.append(decode(replies[at : at + count]))
             at += count
         return out
 
@@ -262,7 +267,7 @@ def top_items(row: Row | None) -> list[int]:
 
 
 class FeatureReader:
-    """The three round trips of a batch, against one Redis (unreadable rows: see
+    """The round trips of a batch (users; routes; items), against one Redis (unreadable rows: see
     :class:`PipelineReads`)."""
 
     def __init__(
@@ -288,11 +293,22 @@ class FeatureReader:
         return recent, window
 
     def categories(self, category_ids: Sequence[int]) -> list[Row | None]:
-        if not category_ids:
-            return []
+        return self.routes(category_ids, [], 0)[0]
+
+    def routes(
+        self, category_ids: Sequence[int], item_ids: Sequence[int], per_item: int
+    ) -> tuple[list[Row | None], list[Neighbours]]:
+        """What the trend and co-visit routes read, in one round trip: the trend rows of
+        ``category_ids``, and each of ``item_ids``' best ``per_item`` neighbours (empty
+        lists when ``per_item`` is 0). Both need only the users' rows, so they need not
+        wait for each other: on a cluster a round trip visits every master in turn."""
         reads = self._reads()
         reads.rows(CATEGORY_TRENDS, category_ids)
-        return reads.execute()[0]
+        if per_item >= 1:
+            reads.neighbours(item_ids, per_item)
+        results = reads.execute()
+        neighbours = results[1] if per_item >= 1 else [[] for _ in item_ids]
+        return results[0], neighbours
 
     def items(
         self, item_ids: Sequence[int], stock_of: Sequence[int] | None = None
@@ -307,4 +323,4 @@ class FeatureReader:
 
     def neighbours(self, item_ids: Sequence[int], per_item: int) -> list[Neighbours]:
         """Each item's best ``per_item`` co-visited ``(item, count)``, empty where none."""
-        return read_neighbours(self.client, item_ids, per_item, self.project)
+        return self.routes([], item_ids, per_item)[1]

@@ -117,12 +117,9 @@ class BatchPreparer:
         start = time.perf_counter()
         click_categories = [u.categories for u in users]
         embedding = self.index.search(clicks, self.settings.embedding_candidates, click_categories)
-        trends = self._trends(users) if redis_ok else None
-        redis_ok = redis_ok and trends is not None
-        covisit = self._covisit(users) if redis_ok else None
-        redis_ok = redis_ok and covisit is not None
-        trends = trends if trends is not None else [[] for _ in users]
-        covisit = covisit if covisit is not None else [[] for _ in users]
+        routes = self._routes(users) if redis_ok else None
+        redis_ok = redis_ok and routes is not None
+        trends, covisit = routes or ([[] for _ in users], [[] for _ in users])
         candidates = [
             merge_routes(
                 user_routes(req.candidates, emb, trend, self._popular, covisit=cov),
@@ -212,43 +209,40 @@ class BatchPreparer:
         self.metrics.fresh_waits.labels("caught_up" if caught_up else "fruitless").inc()
         return lacking
 
-    def _trends(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
-        per_user = [recent_categories(u.categories) for u in users]
-        wanted = sorted({c for cats in per_user for c in cats})
-        cached, missing = self.category_rows.split(wanted)
+    def _routes(
+        self, users: Sequence[UserFeatures]
+    ) -> tuple[list[list[int]], list[list[int]]] | None:
+        """Each user's trend and co-visit routes, from one round trip; None when Redis failed.
+
+        Trends: the top items of the user's recent categories (rows shared across
+        batches through the cache). Co-visit: what other users clicked next to the
+        user's last clicks; items the model never saw come out too, and rank with
+        the OOV embedding and the category of their trends row (``_model_input``).
+        """
+        categories = [recent_categories(u.categories) for u in users]
+        wanted_categories = sorted({c for cats in categories for c in cats})
+        cached, missing = self.category_rows.split(wanted_categories)
+        limit = self.settings.covisit_candidates
+        clicks = [recent_items(u.items, self.settings.covisit_clicks) for u in users]
+        wanted_items = sorted({i for items in clicks for i in items}) if limit else []
         try:
-            fetched = self.reader.categories(missing)
+            fetched, lists = self.reader.routes(missing, wanted_items, limit)
         except redis.RedisError as exc:
             self._redis_failed(exc)
             return None
         self.category_rows.fill(cached, missing, fetched)
-        rows = [cached[c] for c in wanted]
-        self._count_shared("category_trends", len(wanted) - len(missing))
+        self._count_shared("category_trends", len(wanted_categories) - len(missing))
         self._count_lookups("category_trends", fetched)
-        tops = {c: top_items(row) for c, row in zip(wanted, rows, strict=True)}
-        limit = self.settings.trend_candidates
-        return [trend_items([tops[c] for c in cats], limit) for cats in per_user]
-
-    def _covisit(self, users: Sequence[UserFeatures]) -> list[list[int]] | None:
-        """The co-visit route of each user from one pipeline; None when Redis failed.
-
-        Items the model never saw come out too: they rank with the OOV embedding
-        and the category of their trends row (``_model_input``).
-        """
-        limit = self.settings.covisit_candidates
-        per_user = [recent_items(u.items, self.settings.covisit_clicks) for u in users]
-        wanted = sorted({i for items in per_user for i in items}) if limit else []
-        try:
-            lists = self.reader.neighbours(wanted, limit)
-        except redis.RedisError as exc:
-            self._redis_failed(exc)
-            return None
         self._count_lookups("covisit", [found or None for found in lists])
-        found = dict(zip(wanted, lists, strict=True))
-        return [
+        tops = {c: top_items(cached[c]) for c in wanted_categories}
+        found = dict(zip(wanted_items, lists, strict=True))
+        trend_limit = self.settings.trend_candidates
+        trends = [trend_items([tops[c] for c in cats], trend_limit) for cats in categories]
+        covisit = [
             covisit_items([found[i] for i in items if i in found], limit, user.excluded)
-            for user, items in zip(users, per_user, strict=True)
+            for user, items in zip(users, clicks, strict=True)
         ]
+        return trends, covisit
 
     def _items(self, wanted: list[int]) -> tuple[dict[int, ItemFeatures] | None, set[int]]:
         """The candidates' item features (shared ones from the cache) and the out-of-stock

@@ -8,6 +8,7 @@ import pytest
 
 from inference.worker.features import TIMESTAMP, FeatureReader
 from inference.worker.inventory import inventory_key, mark
+from schemas.online.covisit import neighbours_key, read_neighbours
 from schemas.online.feast_format import field_hash, redis_key, ts_field
 from schemas.online.feast_protos import ValueProto
 from schemas.views import VIEWS
@@ -58,6 +59,30 @@ def test_batch_reads_equal_feast_get_online_features(any_repo: AppliedRepo, worl
     assert without_time(item_rows) == feast_rows(feast_repo, "item_trends", items)
     assert without_time(category_rows) == feast_rows(feast_repo, "category_trends", categories)
     assert recent[-1] is None and sum(r is not None for r in recent) == 300
+
+
+def test_the_routes_round_trip_reads_what_the_separate_reads_do(
+    any_repo: AppliedRepo, world: World
+) -> None:
+    feast_repo = any_repo
+    project = feast_repo.project + "routes"
+    write_features(feast_repo.client, project, changelog(world.events))
+    first, second, lonely = 101, 202, 303
+    feast_repo.client.zadd(neighbours_key(first, project), {"7": 3.0, "8": 1.0, "9": 2.0})
+    feast_repo.client.zadd(neighbours_key(second, project), {"7": 5.0})
+    reader = FeatureReader(feast_repo.client, project, inventory_key(project))
+    categories = [*sorted({e.category_id for e in world.events})[:50], 2**40]
+    items = [first, second, lonely]
+
+    rows, neighbours = reader.routes(categories, items, 2)
+
+    assert rows == reader.categories(categories)
+    assert neighbours == read_neighbours(feast_repo.client, items, 2, project)
+    assert neighbours == [[(7, 3.0), (9, 2.0)], [(7, 5.0)], []]
+    assert sum(r is not None for r in rows) == 50
+    # No co-visit depth: the trend rows alone, and an empty list per item.
+    assert reader.routes(categories, items, 0) == (rows, [[], [], []])
+    assert reader.routes([], [], 2) == ([], [])
 
 
 def test_inventory_set_marks_items_out_of_stock(any_repo: AppliedRepo) -> None:

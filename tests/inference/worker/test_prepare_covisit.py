@@ -47,15 +47,15 @@ class MemoryReader:
         }  # fmt: skip
         return [recent if i == 1 else None for i in ids], [None for _ in ids]
 
-    def categories(self, ids: Sequence[int]) -> list[Row | None]:
-        self.calls.append("categories")
-        return [None for _ in ids]
-
-    def neighbours(self, ids: Sequence[int], per_item: int) -> list[list[tuple[int, float]]]:
-        self.calls.append(f"neighbours {list(ids)} {per_item}")
+    def routes(
+        self, categories: Sequence[int], items: Sequence[int], per_item: int
+    ) -> tuple[list[Row | None], list[list[tuple[int, float]]]]:
+        """One round trip for both routes, as FeatureReader.routes."""
+        self.calls.append(f"routes {list(categories)}; neighbours {list(items)} {per_item}")
         if self.fail_neighbours:
             raise redis.ConnectionError("Connection refused")
-        return [self.neighbour_lists.get(i, [])[:per_item] for i in ids]
+        neighbours = [self.neighbour_lists.get(i, [])[:per_item] for i in items]
+        return [None for _ in categories], neighbours
 
     def items(
         self, ids: Sequence[int], stock_of: Sequence[int] | None = None
@@ -85,7 +85,7 @@ def test_covisited_items_lead_and_an_unseen_one_is_ranked_with_its_trends_catego
     [prepared] = prep.prepare([request()]).requests
     # Seeds 102 then 101; 101 was just viewed and views are excluded here, so it is left
     # out (post-processing would drop it anyway); UNSEEN: 1 + 2 = 3, 103: 2.
-    assert "neighbours [101, 102] 3" in reader.calls
+    assert "routes [1]; neighbours [101, 102] 3" in reader.calls
     assert prepared.candidates[:2] == [Candidate(UNSEEN, "covisit"), Candidate(103, "covisit")]
     assert prepared.reasons == []
     assert prepared.model_input.cand_items[0] == OOV_INDEX
@@ -99,7 +99,7 @@ def test_zero_candidates_turns_the_route_off_without_a_read(tmp_path: Path) -> N
     reader = MemoryReader()
     [prepared] = preparer(tmp_path, reader, covisit_candidates=0).prepare([request()]).requests
     assert "covisit" not in {c.route for c in prepared.candidates}
-    assert "neighbours [] 0" in reader.calls and prepared.reasons == []
+    assert "routes [1]; neighbours [] 0" in reader.calls and prepared.reasons == []
 
 
 def test_redis_failing_on_the_sets_degrades_the_batch_and_opens_the_breaker(
@@ -119,4 +119,4 @@ def test_only_the_last_clicks_are_seeds(tmp_path: Path, clicks: int) -> None:
     reader = MemoryReader()
     preparer(tmp_path, reader, covisit_clicks=clicks).prepare([request()])
     seeds = [102] if clicks else []
-    assert f"neighbours {seeds} 40" in reader.calls
+    assert f"routes [1]; neighbours {seeds} 40" in reader.calls
