@@ -190,17 +190,25 @@ def test_messages_of_a_partition_revoked_while_gathering_leave_the_batch(
         first.close()
 
 
+def _one_request_polled(
+    kafka: KafkaSettings, topics: WorkerTopics, group: str, prefix: str
+) -> tuple[RequestStream, Polled]:
+    """An exactly-once request stream that has polled one request of its own."""
+    stream = RequestStream(kafka, topics.requests, group, request_codec(), True)
+    produce(kafka, topics.requests, _requests(prefix, 1))
+    polled = Polled()
+    while not polled.records:
+        polled = stream.poll(10, 1.0, lambda: False)
+    return stream, polled
+
+
 def test_a_fenced_sink_raises_a_delivery_error_and_still_closes(kafka: KafkaSettings) -> None:
     """A transaction the broker gave up on (a timeout during an outage, or a newer instance
     under the same id) makes the producer fatal: the delivery fails with DeliveryError
     (the worker exits for a restart) and closing must not raise over it."""
     topics = WorkerTopics.create(kafka, partitions=1)
     group = f"g-{topics.requests}"
-    stream = RequestStream(kafka, topics.requests, group, request_codec(), True)
-    produce(kafka, topics.requests, _requests("fenced", 1))
-    polled = Polled()
-    while not polled.records:
-        polled = stream.poll(10, 1.0, lambda: False)
+    stream, polled = _one_request_polled(kafka, topics, group, "fenced")
     old = RecommendationSink(kafka, topics.output, group, "fenced-id", 10_000, 20_000)
     newer = RecommendationSink(kafka, topics.output, group, "fenced-id", 10_000, 20_000)
     try:
@@ -236,11 +244,7 @@ def test_an_abort_refused_as_fenced_raises_a_delivery_error(kafka: KafkaSettings
     tiny = f"{topics.output}-tiny"
     ensure_topics(kafka, [TopicSpec(tiny, 1, {"max.message.bytes": "100"})])
     group = f"g-{topics.requests}"
-    stream = RequestStream(kafka, topics.requests, group, request_codec(), True)
-    produce(kafka, topics.requests, _requests("abort", 1))
-    polled = Polled()
-    while not polled.records:
-        polled = stream.poll(10, 1.0, lambda: False)
+    stream, polled = _one_request_polled(kafka, topics, group, "abort")
     too_big = Recommendation(
         "abort-0", 1, [RecItem(i, 0.5, "embedding") for i in range(20)], "ranker_python:1",
         None, wall_clock_ms(),
