@@ -320,7 +320,3 @@ class FeatureReader:
         reads.smismember(self.inventory_key, item_ids if stock_of is None else stock_of)
         rows, out_of_stock = reads.execute()
         return rows, out_of_stock
-
-    def neighbours(self, item_ids: Sequence[int], per_item: int) -> list[Neighbours]:
-        """Each item's best ``per_item`` co-visited ``(item, count)``, empty where none."""
-        return self.routes([], item_ids, per_item)[1]
