@@ -149,40 +149,59 @@ class VariantResult:
         return combined([*self.bursts, self.half, self.common])
 
 
+PARTITIONS = 4  # of each variant's request topic: room for a group of up to four
+
+
 @dataclass
 class Running:
-    """One variant's worker process, its topics and the consumer of its answers."""
+    """One variant's worker processes (one consumer group), its topics and the consumer
+    of its answers."""
 
     name: str
     topics: WorkerTopics
-    process: WorkerProcess
+    processes: list[WorkerProcess]
     collector: Collector
+
+    def output(self) -> str:
+        return "\n".join(process.output()[-3000:] for process in self.processes)
 
     def close(self) -> None:
         self.collector.close()
-        if self.process.process.poll() is None:
-            self.process.terminate(120)
-        self.process.close()
+        for process in self.processes:
+            if process.process.poll() is None:
+                process.terminate(120)
+            process.close()
 
 
 def start_variant(
-    name: str, module: str, env: dict[str, str], kafka: KafkaSettings, log_dir: Path
-) -> Running:
-    topics = WorkerTopics.create(kafka, partitions=4)
+    name: str, module: str, env: dict[str, str], kafka: KafkaSettings, log_dir: Path,
+    replicas: int = 1,
+) -> Running:  # fmt: skip
+    topics = WorkerTopics.create(kafka, partitions=PARTITIONS)
     env = {**env, "STREAMREC_WORKER_REQUESTS_TOPIC": topics.requests,
            "STREAMREC_WORKER_OUTPUT_TOPIC": topics.output,
-           "STREAMREC_WORKER_GROUP_ID": f"bench-{name}-{uuid.uuid4().hex[:6]}",
-           "STREAMREC_WORKER_METRICS_PORT": str(free_port())}  # fmt: skip
-    process = WorkerProcess(env, log_dir / f"{name}.log", module)
-    return Running(name, topics, process, Collector(kafka, topics.output))
+           "STREAMREC_WORKER_GROUP_ID": f"bench-{name}-{uuid.uuid4().hex[:6]}"}  # fmt: skip
+    processes = [
+        WorkerProcess(
+            {**env, "STREAMREC_WORKER_METRICS_PORT": str(free_port())},
+            log_dir / f"{name}-{n}.log",
+            module,
+        )
+        for n in range(replicas)
+    ]
+    return Running(name, topics, processes, Collector(kafka, topics.output))
 
 
 def warm_up(running: Sequence[Running], kafka: KafkaSettings, world: World) -> None:
-    """Twenty requests to each variant, which must all be answered before anything is timed."""
+    """Requests to each variant until all are answered before anything is timed: twenty
+    per worker process, over users spread on every partition, so each process of a
+    group has answered before it is measured."""
     for v in running:
-        warm = measure(kafka, v.topics, v.collector, world.users[:20], f"{v.name}-warm", None, 300)
-        if warm.answered < 20:
-            raise RuntimeError(f"{v.name} missed the warm-up:\n{v.process.output()[-3000:]}")
+        count = 20 * len(v.processes)
+        warm = measure(kafka, v.topics, v.collector, cycle(world.users, count),
+                       f"{v.name}-warm", None, 300)  # fmt: skip
+        if warm.answered < count:
+            raise RuntimeError(f"{v.name} missed the warm-up:\n{v.output()}")
 
 
 def saturation_bursts(
@@ -246,7 +265,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--common-rate", type=float, default=20, help="a rate every variant also runs at (rps)"
     )
-    parser.add_argument("--variants", default="worker,naive,ceiling")
+    parser.add_argument(
+        "--variants",
+        default="worker,naive,ceiling",
+        help="of worker, naive, ceiling and workers2 (two workers in one group)",
+    )
     return parser.parse_args(argv)
 
 
@@ -274,15 +297,20 @@ def variants_up(
     """
     with pipeline_up(args, tmp) as (kafka, world, base):
         variants = {
-            "worker": ("inference.worker", base),
-            "naive": ("tests.benchmarks.baselines.naive_worker", base),
-            "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}),
+            "worker": ("inference.worker", base, 1),
+            "naive": ("tests.benchmarks.baselines.naive_worker", base, 1),
+            "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}, 1),
+            # The deployment a two-core box would run: one worker per core, one group.
+            "workers2": ("inference.worker", base, 2),
         }
+        unknown = set(args.variants.split(",")) - set(variants)
+        if unknown:
+            raise SystemExit(f"unknown variants {sorted(unknown)}; known: {sorted(variants)}")
         running: list[Running] = []
         try:
-            for name, (module, env) in variants.items():
+            for name, (module, env, replicas) in variants.items():
                 if name in args.variants.split(","):
-                    running.append(start_variant(name, module, env, kafka, tmp))
+                    running.append(start_variant(name, module, env, kafka, tmp, replicas))
             yield kafka, world, running
         finally:
             for v in running:

@@ -112,11 +112,17 @@ def send_open_loop(
 
 
 def scrape(v: Running) -> dict[str, tuple[float, float]] | None:
-    """The worker's histogram totals; None for a variant without /metrics (the naive one)."""
+    """The workers' histogram totals, summed over the group's processes; None for a
+    variant without /metrics (the naive one)."""
+    totals: dict[str, tuple[float, float]] = {}
     try:
-        return histogram_totals(v.process.metrics())
+        for process in v.processes:
+            for key, (total, count) in histogram_totals(process.metrics()).items():
+                total0, count0 = totals.get(key, (0.0, 0.0))
+                totals[key] = (total0 + total, count0 + count)
     except OSError:
         return None
+    return totals
 
 
 def held_rate(
