@@ -25,6 +25,20 @@ class FaultWindow:
     ended_ms: int  # the part was back (ready again, or resumed)
 
 
+# How much of the quiet load before the first fault the baseline leaves out: a
+# request sent just before the fault is answered during it, and would charge the
+# fault's cost to the baseline (a 20 s broker outage showed as a 40 s baseline p99).
+BASELINE_GUARD_MS = 5_000
+
+
+def baseline_window(loaded_at_ms: int, first_fault_ms: int) -> FaultWindow:
+    """The load before the first fault, less its last ``BASELINE_GUARD_MS`` (at most
+    half of it). Its "normal again" is then the first undegraded answer to a request
+    sent in the guard: how the pipeline answered with no fault at all."""
+    guard = min(BASELINE_GUARD_MS, (first_fault_ms - loaded_at_ms) // 2)
+    return FaultWindow("none (baseline)", loaded_at_ms, first_fault_ms - guard)
+
+
 @dataclass(frozen=True)
 class FaultReport:
     name: str

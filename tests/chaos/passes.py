@@ -45,7 +45,7 @@ from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 from schemas.views import PROJECT
 from tests.chaos.faults import Fault, run_fault, store_losses, store_snapshot
-from tests.chaos.ledger import FaultWindow, Ledger
+from tests.chaos.ledger import FaultWindow, Ledger, baseline_window
 from tests.chaos.streams import EventLoad, RequestLoad
 from tests.chaos.supervisor import kill, supervised
 
@@ -144,7 +144,7 @@ def fault_pass(
         requests.start()
         loaded_at = int(time.time() * 1000)
         time.sleep(config.settle_s)
-        ledger.baseline = FaultWindow("none (baseline)", loaded_at, int(time.time() * 1000))
+        ledger.baseline = baseline_window(loaded_at, int(time.time() * 1000))
         for fault in faults:
             say(f"{mode}: {fault.name}")
             loses_memory = fault.kills and fault.service == "redis"

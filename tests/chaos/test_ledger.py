@@ -6,7 +6,7 @@ import math
 from collections import Counter
 
 from schemas.records import Recommendation
-from tests.chaos.ledger import FaultWindow, Ledger, fault_report, totals
+from tests.chaos.ledger import FaultWindow, Ledger, baseline_window, fault_report, totals
 
 
 def answer(request_id: str, produced_at: int, degraded: bool = False) -> Recommendation:
@@ -45,6 +45,18 @@ def test_a_fault_window_reports_its_requests_tail_and_recovery() -> None:
 def test_a_request_lost_in_a_window_makes_its_tail_infinite_and_no_recovery_is_inf() -> None:
     report = fault_report(FaultWindow("f", 0, 10), {"a": 5}, [])
     assert math.isinf(report.p99_ms) and math.isinf(report.recovered_ms)
+
+
+def test_the_baseline_leaves_out_the_requests_the_first_fault_could_catch() -> None:
+    window = baseline_window(loaded_at_ms=1_000, first_fault_ms=21_000)
+    assert (window.started_ms, window.ended_ms) == (1_000, 16_000)
+    # Sent in the guard, answered only after the fault that followed: not the baseline's.
+    sent = {"early": 2_000, "caught": 20_500}
+    answers = [answer("early", 2_050), answer("caught", 60_000)]
+    report = fault_report(window, sent, answers)
+    assert (report.asked, report.p99_ms) == (1, 50)
+    # A short load keeps at least its first half.
+    assert baseline_window(0, 4_000).ended_ms == 2_000
 
 
 def test_totals_split_duplicates_by_mode_and_pass_only_on_every_goal() -> None:
