@@ -139,7 +139,8 @@ class Worker:
             else None
         )
         self.scorer: Scorer | None = None
-        # Set while a batch is being scored: the next batch keeps gathering meanwhile.
+        # Set from a batch's hand-over until it is scored: the next batch keeps
+        # gathering meanwhile.
         self._scoring = threading.Event()
 
     def _routing_watcher(self) -> RoutingWatcher | None:
@@ -198,6 +199,11 @@ class Worker:
                     pending = None
                 if not len(polled):
                     continue
+                if prepared is not None:
+                    # Set before the next poll's thread starts, not when the task first
+                    # runs: that thread could otherwise ask before the task had begun,
+                    # and the next batch would stop gathering while this one scores.
+                    self._scoring.set()
                 task = asyncio.create_task(self._finish(polled, prepared))
                 if self.settings.exactly_once:
                     await task
@@ -237,10 +243,9 @@ class Worker:
         recs: list[Recommendation] = []
         if prepared is not None:
             start = time.perf_counter()
-            appended = [appended_ms(message) for message, _ in polled.records]
-            late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
-            self._scoring.set()
-            try:
+            try:  # _scoring was set when this batch was handed over
+                appended = [appended_ms(message) for message, _ in polled.records]
+                late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
                 view = self.routing.view if self.routing is not None else NO_SPLIT
                 ranked = await self.ranker.rank(prepared, late, view)
             finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from inference.worker import worker as worker_module
 from inference.worker.arrival import CREATE_TIME, LOG_APPEND_TIME
+from inference.worker.deadline import late_positions
 from inference.worker.features import UserFeatures
 from inference.worker.inputs import UserInput
 from inference.worker.kafka_io import Polled
@@ -184,12 +186,22 @@ class OverlapWaitingScorer(SlowScorer):
 def test_the_next_batch_is_polled_while_the_current_one_is_scored(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """The next poll's thread starts as the batch is handed over, and may ask whether a
+    batch is in hand before the batch's task has run at all (a loaded box): it must
+    already be told yes. The task is held up at its start here to make that order
+    certain."""
     worker, stop = memory_worker([requests("a", 3), requests("b", 3)], exactly_once=False)
     assert isinstance(worker.stream, MemoryStream)
     overlapped = worker.stream.overlapped
     monkeypatch.setattr(worker_module, "build_scorer", lambda _s: OverlapWaitingScorer(overlapped))
+
+    def held_up(*args: Any) -> frozenset[int]:
+        time.sleep(0.3)  # blocks the event loop, as a busy box can, while the poll runs
+        return late_positions(*args)
+
+    monkeypatch.setattr(worker_module, "late_positions", held_up)
     asyncio.run(worker.run(stop))
-    assert any(worker.stream.polled_while_scoring)
+    assert worker.stream.polled_while_scoring[:2] == [False, True]
 
 
 def test_exactly_once_scores_one_batch_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
