@@ -303,13 +303,14 @@ def variants_up(
             # The deployment a two-core box would run: one worker per core, one group.
             "workers2": ("inference.worker", base, 2),
         }
-        unknown = set(args.variants.split(",")) - set(variants)
+        wanted = args.variants.split(",")
+        unknown = set(wanted) - set(variants)
         if unknown:
             raise SystemExit(f"unknown variants {sorted(unknown)}; known: {sorted(variants)}")
         running: list[Running] = []
         try:
             for name, (module, env, replicas) in variants.items():
-                if name in args.variants.split(","):
+                if name in wanted:
                     running.append(start_variant(name, module, env, kafka, tmp, replicas))
             yield kafka, world, running
         finally:

@@ -138,18 +138,21 @@ def goals(by: dict[str, Capacity]) -> None:
     """The issue's goals, met or not, for the variants measured: for the worker and for
     two workers in one group, each against its own burst and the others' SLA rates."""
     for name, key in (("worker", "sla_rps"), ("workers2", "workers2_sla_rps")):
-        deployed = by.get(name)
-        if deployed is None:
-            continue
-        for other, factor in GOALS:
-            if other == "burst":
-                base = deployed.burst.rps
-            elif other in by:
-                base = by[other].sla_rps
-            else:
-                continue
-            verdict = "met" if deployed.sla_rps >= factor * base else "NOT met"
-            if deployed.sla_rps == 0 == base:  # zero against zero is no evidence either way
-                verdict = "undecided (no rate passed on either side)"
-            print(f"goal {key} >= {factor:g} x {other} ({factor * base:.1f}): "
-                  f"{deployed.sla_rps:.1f} -> {verdict}")  # fmt: skip
+        if name in by:
+            for other, factor in GOALS:
+                goal_line(by, by[name], key, other, factor)
+
+
+def goal_line(by: dict[str, Capacity], deployed: Capacity, key: str, other: str,
+              factor: float) -> None:  # fmt: skip
+    if other == "burst":
+        base = deployed.burst.rps
+    elif other in by:
+        base = by[other].sla_rps
+    else:
+        return
+    verdict = "met" if deployed.sla_rps >= factor * base else "NOT met"
+    if deployed.sla_rps == 0 == base:  # zero against zero is no evidence either way
+        verdict = "undecided (no rate passed on either side)"
+    print(f"goal {key} >= {factor:g} x {other} ({factor * base:.1f}): "
+          f"{deployed.sla_rps:.1f} -> {verdict}")  # fmt: skip
