@@ -8,6 +8,7 @@ popular items, no filters from Redis) and says so in ``degraded_reasons``.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Sequence
@@ -97,6 +98,18 @@ class BatchPreparer:
         self.category_rows: SharedRows[int, Row | None] = SharedRows(shared_ttl_s)
         self._popular = list(artifacts.popular_items[: settings.popular_candidates])
         self.fresh_gate = WaitGate(settings.fresh_wait_give_up)
+
+    def twin(self, metrics: WorkerMetrics) -> BatchPreparer:
+        """This preparer's reader, index and row caches, counting into ``metrics``.
+
+        Its breaker and fresh-wait gate are its own, so what the twin meets (a warm-up's
+        batches) neither opens this preparer's breaker nor shuts its gate.
+        """
+        twin = copy.copy(self)
+        twin.metrics = metrics
+        twin.redis_breaker = Breaker(self.settings.retry_after_ms / 1000)
+        twin.fresh_gate = WaitGate(self.settings.fresh_wait_give_up)
+        return twin
 
     def build_index(self, artifacts: ModelArtifacts) -> EmbeddingIndex:
         choice = IndexChoice(self.settings.recall_index, self.settings.recall_search)

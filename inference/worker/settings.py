@@ -95,6 +95,12 @@ class WorkerSettings(Settings):
     deadline_ms: int = setting(
         0, env="STREAMREC_WORKER_DEADLINE_MS", help="older requests get the fallback (0 = off)"
     )
+    # Made-up batches of 1, 2, 4, ... requests run through features, recall and the ranker
+    # before the first poll, so that the first real requests do not pay for cold
+    # connections and model instances (inference/worker/warm_up.py).
+    warm_up_batches: int = setting(
+        4, env="STREAMREC_WORKER_WARM_UP_BATCHES", help="warm-up batches at start (0 = none)"
+    )
     # After a failure the dependency is skipped (fallback) for this long, then one call a
     # period tries it (inference.worker.scoring.Breaker). Short, because the failures a busy
     # box sees are stalls of a second, not outages: at 1,000 ms one Triton stall in the demo
@@ -159,6 +165,7 @@ class WorkerSettings(Settings):
     )
     # When this many batches in a row waited and caught no trigger up, the store is seconds
     # behind: batches stop waiting, one a second probes (inference/worker/freshness.py).
+    # A new worker's first wait decides on its own: it knows nothing of the store yet.
     fresh_wait_give_up: int = setting(
         20,
         env="STREAMREC_WORKER_FRESH_WAIT_GIVE_UP",
@@ -249,6 +256,7 @@ class WorkerSettings(Settings):
             "fresh_wait_give_up",
             "covisit_candidates",
             "covisit_clicks",
+            "warm_up_batches",
         ):
             if (value := getattr(self, name)) < 0:
                 raise SettingsError(f"{self.variable(name)} must be >= 0 (0 = off), got {value}")

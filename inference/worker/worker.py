@@ -50,6 +50,7 @@ from inference.worker.scoring import (
 )
 from inference.worker.settings import WorkerSettings
 from inference.worker.stuck import unless_stuck
+from inference.worker.warm_up import popular_click, warm_up, warm_up_sizes
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.online.connect import OnlineClient, connect
 from schemas.records import Recommendation
@@ -192,6 +193,8 @@ class Worker:
             self.index_reload.start()
         pending: asyncio.Task[None] | None = None
         try:
+            await self._warm_up()
+            logger.info("polling %s", self.settings.requests_topic)  # readiness, in the log
             while not stop.is_set():
                 polled, prepared = await asyncio.to_thread(self._poll_and_prepare)
                 if pending is not None:
@@ -217,6 +220,22 @@ class Worker:
             await self._close()
             raise
         await self._close()
+
+    async def _warm_up(self) -> None:
+        """Made-up batches through the whole path before the first poll (see warm_up.py)."""
+        if not self.settings.warm_up_batches or self.scorer is None:
+            return
+        unseen = WorkerMetrics()  # the warm-up's counts stay out of the worker's
+        breaker = Breaker(self.settings.retry_after_ms / 1000)
+        ranker = Ranker(self.scorer, breaker, self.settings.users_per_request, self.popular, unseen)
+        warmed = await warm_up(
+            self.preparer.twin(unseen),
+            ranker,
+            warm_up_sizes(self.settings.warm_up_batches, self.settings.batch_size),
+            popular_click(self.preparer.artifacts, wall_clock_ms()),
+            self.settings.max_per_category,
+        )
+        (logger.warning if warmed.failures else logger.info)("warmed up: %s", warmed.line())
 
     def _poll_and_prepare(self) -> tuple[Polled, PreparedBatch | None]:
         start = time.perf_counter()

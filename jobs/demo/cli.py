@@ -217,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "feature job": log_says(parts[0], "job id"),
                     "feature writer": port_open(writer_port),
-                    "worker": port_open(worker_port),
+                    # Its port opens at start; this line once its warm-up is done.
+                    "worker": log_says(parts[2], f"polling {topics.requests}"),
                 },
             )
             probes = warm_up(

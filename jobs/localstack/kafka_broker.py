@@ -397,6 +397,7 @@ class KafkaService(Service):
             "-XX:MaxGCPauseMillis=20",
             "-XX:InitiatingHeapOccupancyPercent=35",
             "-XX:+ExplicitGCInvokesConcurrent",
+            *(["-XX:TieredStopAtLevel=1"] if self.settings.kafka_jit == "c1" else []),
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={LOG4J2_CONFIG}",
             f"-Dkafka.logs.dir={self.logs_dir}",

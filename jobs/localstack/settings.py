@@ -21,6 +21,7 @@ HOST = "127.0.0.1"
 MAX_KAFKA_BROKERS = 5
 KAFKA_NODE_PORT_STEP = 100
 MAX_TASKMANAGERS = 4
+KAFKA_JITS = ("c1", "tiered")
 # A Redis Cluster of three masters, each with one replica: the smallest that survives a
 # master's loss (a majority of masters must agree on its replica's promotion).
 REDIS_CLUSTER_MASTERS = 3
@@ -80,6 +81,16 @@ class StackSettings(Settings):
     # and no GC pause on the request path waits for the kernel to hand out a page.
     kafka_heap_mb: int = setting(
         1024, env="STREAMREC_KAFKA_HEAP_MB", help="the broker's JVM heap, in MB, committed at start"
+    )
+    # c1: the broker's JIT compiles with C1 only. A local broker serves runs of minutes (the
+    # demo, the tests, the benchmarks), and with the JVM's default tiers it spends their
+    # first seconds under load compiling with C2: in `make demo`, after a 20 s warm-up,
+    # its compiler threads took 0.3-0.8 of a core through the replay's first 1.5 s, and
+    # the first 10 s' p99 was 132-428 ms (tests/benchmarks/README.md, "The demo's first
+    # second"). C1's code costs about 0.06-0.1 of a core more at the demo's load.
+    # tiered: the JVM's default, for a broker that runs for days.
+    kafka_jit: str = setting(
+        "c1", env="STREAMREC_KAFKA_JIT", help=f"the broker's JIT: {' or '.join(KAFKA_JITS)}"
     )
     # 3: a replicated Kafka (every topic on three brokers, two in sync for a write to
     # count), the shape production runs; node n listens on the ports plus 100 * (n - 1).
@@ -141,6 +152,11 @@ class StackSettings(Settings):
             raise StackError(f"{self.variable('flink_taskmanagers')} must be 1..{MAX_TASKMANAGERS}")
         if self.kafka_heap_mb < 256:
             raise StackError(f"{self.variable('kafka_heap_mb')} must be at least 256")
+        if self.kafka_jit not in KAFKA_JITS:
+            raise StackError(
+                f"{self.variable('kafka_jit')} must be one of {', '.join(KAFKA_JITS)}, "
+                f"got {self.kafka_jit!r}"
+            )
 
     @classmethod
     def from_env(

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from inference.worker.freshness import PROBE_EVERY_S
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
 from schemas.kafka import KafkaSettings
@@ -118,6 +119,9 @@ def test_without_folding_the_worker_waits_for_the_store_then_flags_the_answer(
         assert answer.degraded and answer.degraded_reasons == ["features_behind_trigger"]
         assert {i.route for i in answer.items} == {"popular"}
 
+        # That fruitless wait was the worker's first: it shut the gate, and the next
+        # batch to wait is the probe a second later (inference/worker/freshness.py).
+        time.sleep(PROBE_EVERY_S)
         # The store catches up within the budget: the waiting worker sees the click.
         late = click(world, NEW_USERS[6], rank=7)
         produce(kafka, topics.requests, [asked_after(late, "late")])

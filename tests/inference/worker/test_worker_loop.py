@@ -9,11 +9,12 @@ exactly-once mode one batch at a time; the stream and sink are closed at the end
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -21,7 +22,9 @@ import pytest
 
 from inference.worker import worker as worker_module
 from inference.worker.arrival import CREATE_TIME, LOG_APPEND_TIME
+from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import late_positions
+from inference.worker.errors import RankerUnavailable
 from inference.worker.features import UserFeatures
 from inference.worker.inputs import UserInput
 from inference.worker.kafka_io import Polled
@@ -32,9 +35,10 @@ from inference.worker.routing import RoutingWatcher
 from inference.worker.scoring import Inputs
 from inference.worker.settings import WorkerSettings
 from inference.worker.stuck import CallClock
+from inference.worker.warm_up import WARM_UP_USER
 from inference.worker.worker import Stats, Worker
 from schemas.codec import wall_clock_ms
-from schemas.ranking import CAND_ITEMS
+from schemas.ranking import CAND_ITEMS, FIRST_ID_INDEX, Vocabulary
 from schemas.records import Recommendation, RecRequest
 from schemas.routing import Routing, Variant, encode, variant_of
 
@@ -106,7 +110,22 @@ class SlowScorer:
 class MemoryPreparer:
     """Every request gets three candidates and no features."""
 
+    # Items 10, 20 and 30 of category 7 (indexes from FIRST_ID_INDEX); 10 the most popular.
+    artifacts = ModelArtifacts(
+        Vocabulary.build([10, 20, 30], [7]),
+        np.zeros((FIRST_ID_INDEX + 3, 2), np.float32),
+        np.array([0] * FIRST_ID_INDEX + [7, 7, 7], np.int64),
+        (10,),
+    )
+
+    def __init__(self) -> None:
+        self.prepared: list[list[RecRequest]] = []
+
+    def twin(self, _metrics: WorkerMetrics) -> MemoryPreparer:
+        return self  # what it prepared is recorded in one list
+
     def prepare(self, requests: list[RecRequest]) -> PreparedBatch:
+        self.prepared.append(list(requests))
         prepared = []
         for request in requests:
             items = [10, 20, 30]
@@ -129,6 +148,7 @@ def memory_worker(
     **settings: Any,
 ) -> tuple[Worker, Any]:
     stop = asyncio.Event()
+    settings.setdefault("warm_up_batches", 0)  # the tests below of the warm-up set it
     worker = Worker.__new__(Worker)  # the in-memory parts replace Kafka, Redis and Triton
     worker.settings = WorkerSettings(exactly_once=exactly_once, transactional_id="t", **settings)
     worker.metrics = WorkerMetrics()
@@ -348,3 +368,68 @@ def test_a_create_time_stamped_with_event_time_gives_way_to_the_poll(
     asyncio.run(worker.run(stop))
     grew = _delta(before, _counts(worker))
     assert grew["poll_time"] == 2 and grew["end_to_end_seconds <= 1s"] == 2
+
+
+class InstantScorer(CountingScorer):
+    """Counts its calls and answers at once; unavailable on the first ``failing`` calls,
+    as a ranker still loading is."""
+
+    def __init__(self, failing: int = 0) -> None:
+        super().__init__()
+        self.failing = failing
+
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        self.calls += 1
+        if self.calls <= self.failing:
+            raise RankerUnavailable("still loading")
+        return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:1"
+
+
+def test_the_warm_up_runs_first_and_leaves_no_answer_and_no_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scorer = InstantScorer()
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: scorer)
+    worker, stop = memory_worker(
+        [requests("a", 3), requests("b", 2)], exactly_once=False, warm_up_batches=3
+    )
+    before = _counts(worker)
+    asyncio.run(worker.run(stop))
+    assert isinstance(worker.sink, MemorySink)
+    prepared = cast(MemoryPreparer, worker.preparer).prepared
+    warm, real = prepared[:3], prepared[3:]
+    assert [len(batch) for batch in warm] == [1, 2, 4]
+    # The warm-up user, each request prompted by a click on the most popular item.
+    made = [r for batch in warm for r in batch]
+    assert {r.user_id for r in made} == {WARM_UP_USER}
+    assert {(r.trigger.item_id, r.trigger.category_id) if r.trigger else None for r in made} == {
+        (10, 7)
+    }
+    assert [[r.request_id for r in batch] for batch in real] == [["a0", "a1", "a2"], ["b0", "b1"]]
+    assert scorer.calls == 3 + 2
+    assert [r.request_id for r in worker.sink.recommendations] == ["a0", "a1", "a2", "b0", "b1"]
+    grew = _delta(before, _counts(worker))
+    assert {stage: grew[stage] for stage in STAGES} == {stage: 2 for stage in STAGES}
+    assert grew["end_to_end_seconds"] == 5
+
+
+def test_a_ranker_failing_the_warm_up_ends_it_and_leaves_the_workers_breaker_closed(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real batch comes within the breaker's 250 ms of the failure: had the warm-up
+    opened the worker's breaker, the batch would be answered by the fallback."""
+    scorer = InstantScorer(failing=1)
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: scorer)
+    worker, stop = memory_worker([requests("a", 3)], exactly_once=False, warm_up_batches=3)
+    with caplog.at_level(logging.WARNING, logger=worker_module.__name__):
+        asyncio.run(worker.run(stop))
+    assert isinstance(worker.sink, MemorySink)
+    prepared = cast(MemoryPreparer, worker.preparer).prepared
+    assert [len(batch) for batch in prepared] == [1, 3]  # one warm-up batch
+    recs = worker.sink.recommendations
+    assert [r.request_id for r in recs] == ["a0", "a1", "a2"]
+    assert not any(r.degraded for r in recs) and scorer.calls == 2
+    assert "warmed up: 1 batches, 1 requests" in caplog.text
+    assert "stopped: triton_unavailable" in caplog.text

@@ -112,6 +112,19 @@ def test_the_broker_heap_is_committed_at_start(tmp_path: Path) -> None:
         StackSettings(tmp_path / "home", tmp_path / "cache", 1, 2, 3, kafka_heap_mb=100)
 
 
+def test_the_broker_compiles_with_c1_only_unless_told_tiered(tmp_path: Path) -> None:
+    def command(jit: str = "c1") -> list[str]:
+        settings = StackSettings(tmp_path / "home", tmp_path / "cache", 1, 2, 3, kafka_jit=jit)
+        service = KafkaService(settings)
+        service._java = "/usr/bin/java"
+        return service.command()
+
+    assert "-XX:TieredStopAtLevel=1" in command()
+    assert not any("Tiered" in arg for arg in command("tiered"))
+    with pytest.raises(StackError, match="STREAMREC_KAFKA_JIT must be one of c1, tiered"):
+        command("c2")
+
+
 def _secured(tmp_path: Path) -> StackSettings:
     return StackSettings(tmp_path / "home", tmp_path / "cache", 19092, 19093, secure=True)
 
