@@ -40,14 +40,16 @@ def process_state(pid: int, proc: Path = Path("/proc")) -> str:
     return fields[0] if fields else ""
 
 
-def is_ours(pid: int, marker: str, proc: Path = Path("/proc"), settle_s: float = 1.0) -> bool:
+def is_ours(pid: int, marker: str, proc: Path = Path("/proc"), settle_s: float = 5.0) -> bool:
     """True if `pid` runs and its command line carries `marker`.
 
     A live process shows an empty command line for a moment inside every exec (the
     kernel installs the new memory before the new argv), and a launcher such as
     `nice` execs a second time after spawn() saw the first one through. So an empty
     command line of a process that is not a zombie is read again for up to
-    `settle_s` before it counts as not ours.
+    `settle_s` before it counts as not ours. Seconds, not one: on a CI box with both
+    cores busy, a Redis just spawned was once judged gone during startup with not a
+    line in its log, which it writes first thing (1 s was the bound then).
     """
     if pid <= 0:
         return False
