@@ -43,12 +43,10 @@ def warm_up_sizes(batches: int, batch_size: int) -> list[int]:
     return [min(2**n, batch_size) for n in range(batches)]
 
 
-def warm_up_requests(size: int, trigger: BehaviorEvent | None, k: int = 20) -> list[RecRequest]:
+def warm_up_requests(size: int, trigger: BehaviorEvent | None) -> list[RecRequest]:
     """``size`` requests for the warm-up user, each prompted by ``trigger`` (pure)."""
-    return [
-        RecRequest(f"warm-up-{n}", WARM_UP_USER, trigger.ts if trigger else 1, k, trigger=trigger)
-        for n in range(size)
-    ]
+    ts = trigger.ts if trigger else 1
+    return [RecRequest(f"warm-up-{n}", WARM_UP_USER, ts, trigger=trigger) for n in range(size)]
 
 
 def popular_click(artifacts: ModelArtifacts, now_ms: int) -> BehaviorEvent | None:
