@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,19 @@ class KeyedProducer:
         config.update(overrides)
         self._producer = Producer(config)
         self.stats = DeliveryStats()
+
+    def connect(self, topics: Iterable[str], timeout_s: float = 30.0) -> None:
+        """Learn ``topics``' partition leaders now, so that the first send does not wait.
+
+        A new idempotent producer asks for its producer id as it starts, before any
+        broker is connected; that first try fails and the next comes 500 ms later, and
+        every record sent meanwhile queues (measured: 503 ms for the first record, on
+        each of eight fresh producers; 0.5 ms after this). A paced replay would then hand
+        the broker its first half second of records at once. Fetching the metadata
+        connects a broker, which gets the id on the way.
+        """
+        for topic in topics:
+            self._producer.list_topics(topic, timeout=timeout_s)
 
     def send(self, topic: str, key: bytes, value: bytes) -> None:
         while True:

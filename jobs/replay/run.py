@@ -115,6 +115,10 @@ def run_replay(
     # service would send them: behind the events' batches (10 ms linger, five in flight)
     # they waited for the event firehose (make demo: request→answer p99 130-325 ms).
     request_producer = KeyedProducer(settings, **REQUEST_PRODUCER) if options.request_rate else None
+    # Connected before the pacing starts: the first records leave when they are due.
+    producer.connect([options.topic])
+    if request_producer is not None:
+        request_producer.connect([options.request_topic])
     events_out, requests_out = event_codec(), request_codec()
     pacer = Pacer(options.speed)
     sampler = TriggerSampler(options.request_rate, k=options.request_k, seed=options.seed)

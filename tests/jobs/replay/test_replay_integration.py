@@ -9,11 +9,12 @@ import pytest
 
 from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.cli import main
+from jobs.replay.producer import KeyedProducer
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import Consumed, compare
 from schemas.codec import event_codec, request_codec
-from schemas.kafka import KafkaSettings
+from schemas.kafka import LOG_APPEND_TIME, KafkaSettings
 from tests.conftest import TopicFactory
 from tests.support import requirements
 
@@ -52,6 +53,38 @@ def test_whole_taobao_stream_round_trips_exactly(
     ]
     assert len(derived) == summary.requests > 5000
     assert len({r.request_id for r in derived}) == len(derived)
+
+
+def test_paced_requests_are_appended_when_due_from_the_first(
+    kafka: KafkaSettings, topic_factory: TopicFactory
+) -> None:
+    # A fresh idempotent producer held its first records 500 ms for its producer id, so
+    # the replay's first half second of requests reached the broker at once (and a worker
+    # then answered a burst). On a LogAppendTime topic each request's append time, less
+    # when it was due after the stream's start, is the same for all when none waited.
+    topic = topic_factory(partitions=2)
+    requests = topic_factory(partitions=2, suffix="-req", config=LOG_APPEND_TIME)
+    # A broker that has never given out a producer id refuses the first ask while it
+    # fetches a block of ids from its controller (the same 500 ms, from the broker):
+    # the test's broker may be new, a deployment's is not.
+    warm = KeyedProducer(kafka)
+    warm.send(topic_factory(suffix="-warm"), b"warm-up", b"not an event")
+    assert warm.flush().delivered == 1
+    speed = 20.0  # the first 150 events span about 11 s of event time: about 0.55 s here
+    options = ReplayOptions(
+        topic=topic, request_topic=requests, request_rate=0.5, speed=speed, limit=150
+    )
+    run_replay(options, kafka)
+
+    codec = request_codec()
+    appended = [
+        (codec.decode(m.value()).ts, m.timestamp()[1])
+        for m in read_range(kafka, requests, {}, high_watermarks(kafka, requests))
+    ]
+    assert len(appended) > 50
+    first_ts = min(ts for ts, _ in appended)
+    late_ms = [at_ms - (ts - first_ts) / speed for ts, at_ms in appended]
+    assert max(late_ms) - min(late_ms) < 150, sorted(late_ms)
 
 
 def test_several_partitions_keep_per_user_order(
