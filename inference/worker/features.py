@@ -116,9 +116,7 @@ class PipelineReads:
         """Queue every feature of ``spec`` for ``entity_ids``; returns a handle for results."""
         names = list(spec.feature_names)
         queue_row_reads(self._pipe, spec, entity_ids, names, self._project)
-        return self._handle(
-            len(entity_ids), lambda replies: [self._decode(spec, names, r) for r in replies]
-        )
+        return self._handle(len(entity_ids), row_decoder(spec, names, self._on_unreadable))
 
     def smismember(self, key: str, members: Sequence[int]) -> int:
         """Queue a set-membership test: one flag per member."""
@@ -150,12 +148,31 @@ class PipelineReads:
             at += count
         return out
 
-    def _decode(self, spec: ViewSpec, names: list[str], reply: list[bytes | None]) -> Row | None:
-        try:
-            return decode_checked(spec, names, reply)
-        except UNREADABLE_ERRORS as exc:
-            self._on_unreadable(spec.name, exc)
-            return None
+
+def row_decoder(
+    spec: ViewSpec, names: list[str], on_unreadable: UnreadableHandler
+) -> Callable[[list[Any]], list[Row | None]]:
+    """Decodes a view's HMGET replies; an unreadable one is None, and reported.
+
+    It holds no reference to the :class:`PipelineReads` that queues it: a closure over
+    the reads would make a reference cycle of each batch's reads, its pipeline and its
+    replies, which only the cyclic garbage collector frees. Those cycles filled the
+    worker's young generation (about 34,000 objects in 13 s at the demo's 70 requests/s),
+    and each collection that freed them held the GIL for 16-83 ms: the demo's mid-run
+    stalls.
+    """
+
+    def decode(replies: list[Any]) -> list[Row | None]:
+        rows: list[Row | None] = []
+        for reply in replies:
+            try:
+                rows.append(decode_checked(spec, names, reply))
+            except UNREADABLE_ERRORS as exc:
+                on_unreadable(spec.name, exc)
+                rows.append(None)
+        return rows
+
+    return decode
 
 
 @dataclass(frozen=True)
