@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from inference.worker import heap
 from inference.worker.artifacts import ModelArtifacts
 from inference.worker.errors import DeliveryStuck, WorkerError
+from inference.worker.item_index import use_search_threads
 from inference.worker.kafka_io import DeliveryError
 from inference.worker.metrics import WorkerMetrics, serve
 from inference.worker.settings import parse_args, settings_from
@@ -65,6 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings_from(args)
         install_redaction(settings)
         logger.info("settings: %s", settings.describe())
+        logger.info("recall searches on %d thread(s)", use_search_threads(settings.recall_threads))
         artifacts = ModelArtifacts.load(settings.model_dir)
         topics = [
             request_topic_spec(settings.requests_topic, partitions=4),

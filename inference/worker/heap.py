@@ -14,6 +14,12 @@ collection, then :func:`gc.freeze` moves every surviving object to the permanent
 generation, which later collections never scan. The collector stays on (cycles
 are still freed); only its rhythm changes. ``STREAMREC_WORKER_GC_YOUNG_THRESHOLD``
 sets the young threshold; 0 leaves Python's defaults and freezes nothing.
+
+The rhythm only stays rare if the request path makes no reference cycles: each
+cycle outlives its batch until a collection, and the collection that frees them
+pays for all of them at once. A closure over each batch's reads once did (16-83 ms
+per collection, every 13 s at the demo's 70 requests/s); the feature reads' test
+checks that a batch leaves no cyclic garbage.
 """
 
 from __future__ import annotations

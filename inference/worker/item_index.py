@@ -53,6 +53,17 @@ class IndexChoice:
 AUTO_CHOICE = IndexChoice()
 
 
+def use_search_threads(threads: int) -> int:
+    """Search (and build) with ``threads`` OpenMP threads, 0 leaving Faiss' default; returns
+    the count in force. Process-wide: OpenMP has one pool per process."""
+    if threads < 0:
+        raise SettingsError(f"recall threads must be 0 (Faiss' default) or more, not {threads}")
+    if threads:
+        faiss.omp_set_num_threads(threads)
+    count: int = faiss.omp_get_max_threads()
+    return count
+
+
 def build_index(
     vectors: npt.NDArray[np.float32], choice: IndexChoice, seed: int = 0
 ) -> faiss.Index:

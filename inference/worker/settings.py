@@ -121,6 +121,15 @@ class WorkerSettings(Settings):
     recall_search: str = setting(
         "", env="STREAMREC_WORKER_RECALL_SEARCH", help="its search parameters, e.g. efSearch=256"
     )
+    # Faiss searches with OpenMP. A worker's batches are a few users, which one thread
+    # searches in 0.2-0.7 ms (19k items); with one thread per core each search took as
+    # long or longer, and the idle threads spin after every parallel region: 6 ms of CPU
+    # per search on 2 cores, a third of a core at the demo's 57 batches/s.
+    recall_threads: int = setting(
+        1,
+        env="STREAMREC_WORKER_RECALL_THREADS",
+        help="Faiss search threads (0 = Faiss' default, one per core)",
+    )
     recall_reload_poll_ms: int = setting(
         5000,
         env="STREAMREC_WORKER_RECALL_RELOAD_POLL_MS",

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import faiss
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -10,6 +11,7 @@ from inference.worker.item_index import (
     IndexChoice,
     build_index,
     index_bytes,
+    use_search_threads,
 )
 
 
@@ -75,3 +77,16 @@ def test_a_bad_factory_string_or_search_parameter_is_a_settings_error() -> None:
         build_index(vectors, IndexChoice("NoSuchIndex"))
     with pytest.raises(SettingsError, match="do not apply"):
         build_index(vectors, IndexChoice("Flat", "nprobe=4"))
+
+
+def test_search_threads_are_set_for_the_process_and_0_keeps_faiss_default() -> None:
+    default = faiss.omp_get_max_threads()
+    try:
+        assert use_search_threads(1) == 1 == faiss.omp_get_max_threads()
+        assert use_search_threads(0) == 1  # 0 changes nothing
+        faiss.omp_set_num_threads(default)
+        assert use_search_threads(0) == default
+        with pytest.raises(SettingsError, match="recall threads"):
+            use_search_threads(-1)
+    finally:
+        faiss.omp_set_num_threads(default)
