@@ -84,7 +84,7 @@ def test_paced_requests_are_appended_when_due_from_the_first(
     assert len(appended) > 50
     first_ts = min(ts for ts, _ in appended)
     late_ms = [at_ms - (ts - first_ts) / speed for ts, at_ms in appended]
-    assert max(late_ms) - min(late_ms) < 150, sorted(late_ms)
+    assert max(late_ms) - min(late_ms) < 300, sorted(late_ms)
 
 
 def test_several_partitions_keep_per_user_order(
