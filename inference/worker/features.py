@@ -156,10 +156,8 @@ def row_decoder(
 
     It holds no reference to the :class:`PipelineReads` that queues it: a closure over
     the reads would make a reference cycle of each batch's reads, its pipeline and its
-    replies, which only the cyclic garbage collector frees. Those cycles filled the
-    worker's young generation (about 34,000 objects in 13 s at the demo's 70 requests/s),
-    and each collection that freed them held the GIL for 16-83 ms: the demo's mid-run
-    stalls.
+    replies, which only the cyclic garbage collector frees, in stalls of tens of
+    milliseconds (:mod:`inference.worker.heap` says why the request path makes none).
     """
 
     def decode(replies: list[Any]) -> list[Row | None]:
