@@ -265,12 +265,35 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--common-rate", type=float, default=20, help="a rate every variant also runs at (rps)"
     )
+    add_variant_flags(parser)
+    return parser.parse_args(argv)
+
+
+def add_variant_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--variants",
         default="worker,naive,ceiling",
-        help="of worker, naive, ceiling and workers2 (two workers in one group)",
+        help="of worker, naive, ceiling, workers2 (two workers in one group) and trial",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--trial-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a worker setting of the trial variant (the worker with these on top, measured "
+        "beside it on the same stack and schedules); repeatable",
+    )
+
+
+def trial_env(pairs: Sequence[str]) -> dict[str, str]:
+    """``--trial-env`` pairs as a mapping; a pair without ``=`` is refused."""
+    env = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--trial-env wants NAME=VALUE, got {pair!r}")
+        env[name] = value
+    return env
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -293,7 +316,8 @@ def variants_up(
 ) -> Iterator[tuple[KafkaSettings, World, list[Running]]]:
     """Kafka, Redis and Triton on free ports, the features written, ``args.variants`` started.
 
-    Reads ``args.events``, ``args.candidates`` and ``args.variants``; stops everything on exit.
+    Reads ``args.events``, ``args.candidates``, ``args.variants`` and ``args.trial_env``;
+    stops everything on exit.
     """
     with pipeline_up(args, tmp) as (kafka, world, base):
         variants = {
@@ -302,6 +326,7 @@ def variants_up(
             "ceiling": ("inference.worker", {**base, "STREAMREC_WORKER_SCORER": "onnx"}, 1),
             # The deployment a two-core box would run: one worker per core, one group.
             "workers2": ("inference.worker", base, 2),
+            "trial": ("inference.worker", {**base, **trial_env(args.trial_env)}, 1),
         }
         wanted = args.variants.split(",")
         unknown = set(wanted) - set(variants)

@@ -41,7 +41,14 @@ from confluent_kafka import Producer
 from schemas.codec import request_codec, wall_clock_ms
 from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
-from tests.benchmarks.e2e import Running, cycle, saturation_bursts, variants_up, warm_up
+from tests.benchmarks.e2e import (
+    Running,
+    add_variant_flags,
+    cycle,
+    saturation_bursts,
+    variants_up,
+    warm_up,
+)
 from tests.benchmarks.measured import tally
 from tests.benchmarks.report import percentile
 from tests.benchmarks.sla_report import Capacity, Trial, report
@@ -191,7 +198,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add = parser.add_argument
     add("--events", type=int, default=20_000, help="stream events for features")
     add("--candidates", type=int, default=100, help="candidates per request")
-    add("--variants", default="worker,naive,ceiling")
+    add_variant_flags(parser)
     add("--burst", type=int, default=1500, help="closed-loop burst, the same for every variant")
     add("--rounds", type=int, default=3, help="alternating burst rounds (median kept)")
     add("--timeout", type=float, default=240, help="wait for a burst's answers (s)")

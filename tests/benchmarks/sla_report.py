@@ -122,11 +122,12 @@ def result_values(by: dict[str, Capacity]) -> dict[str, float | str]:
     if worker:
         values["sla_rps"] = f"{worker.sla_rps:.1f}"
         values["burst_rps"] = worker.burst.rps
-    for name in ("naive", "ceiling", "workers2"):
+    for name in ("naive", "ceiling", "workers2", "trial"):
         if name in by:
             values[f"{name}_sla_rps"] = f"{by[name].sla_rps:.1f}"
-    if "workers2" in by:
-        values["workers2_burst_rps"] = by["workers2"].burst.rps
+    for name in ("workers2", "trial"):
+        if name in by:
+            values[f"{name}_burst_rps"] = by[name].burst.rps
     if worker:
         at = worker.at_sla
         values["p99_ms_at_sla"] = f"{at.measured.p(99):.1f}" if at else "nan"

@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from tests.benchmarks.e2e import trial_env
+from tests.benchmarks.sla import parse_args
 from tests.benchmarks.sla_search import (
     LateCounter,
     RateSearch,
@@ -164,3 +166,17 @@ def test_stage_means_difference_two_scrapes() -> None:
     assert (means["rank"][1], means["end_to_end"][1]) == (10, 200)
     assert "poll" not in means  # no observation in between
     assert "requests" not in means  # counters are not histograms
+
+
+def test_the_trial_variant_takes_worker_settings_as_pairs() -> None:
+    args = parse_args(
+        ["--variants", "worker,trial", "--trial-env", "STREAMREC_WORKER_SWITCH_INTERVAL_US=500",
+         "--trial-env", "STREAMREC_WORKER_BATCH_SIZE=32"]
+    )  # fmt: skip
+    assert trial_env(args.trial_env) == {
+        "STREAMREC_WORKER_SWITCH_INTERVAL_US": "500",
+        "STREAMREC_WORKER_BATCH_SIZE": "32",
+    }
+    assert trial_env(["A=b=c"]) == {"A": "b=c"}  # the first = splits
+    with pytest.raises(SystemExit, match="NAME=VALUE"):
+        trial_env(["STREAMREC_WORKER_BATCH_SIZE"])
