@@ -51,7 +51,8 @@ from tests.benchmarks.e2e import (
 )
 from tests.benchmarks.measured import tally
 from tests.benchmarks.report import percentile
-from tests.benchmarks.sla_report import Capacity, Trial, report
+from tests.benchmarks.sla_compare import compare, compare_report, parse_rates
+from tests.benchmarks.sla_report import Capacity, Trial, hold_line, report
 from tests.benchmarks.sla_search import (
     LateCounter,
     RateSearch,
@@ -134,13 +135,14 @@ def scrape(v: Running) -> dict[str, tuple[float, float]] | None:
 
 def held_rate(
     kafka: KafkaSettings, v: Running, users: Sequence[int], rate: float,
-    args: argparse.Namespace, sla: Sla,
+    args: argparse.Namespace, sla: Sla, tag: str = "",
 ) -> Trial:  # fmt: skip
+    """``rate`` held once; ``tag`` tells apart the request ids of holds at the same rate."""
     seconds = max(args.seconds, min(args.min_requests / rate, args.max_seconds))
     offsets = poisson_schedule(rate, args.warmup + seconds, seed=f"{args.seed}:{rate:.6f}")
     before = scrape(v)
     sent = send_open_loop(kafka, v, cycle(users, len(offsets)), offsets,
-                          f"{v.name}-{rate:.3f}", sla, judged_from=args.warmup)  # fmt: skip
+                          f"{v.name}-{rate:.3f}{tag}", sla, judged_from=args.warmup)  # fmt: skip
     v.collector.wait_for(list(sent.due_ns), args.answer_timeout)
     measured = tally(sent.due_ns, dict(v.collector.arrived))
     after = scrape(v)
@@ -172,12 +174,7 @@ def search_all(
             trial = held_rate(kafka, v, users, rate, args, sla)
             search.record(rate, trial.verdict.passed)
             trials.append(trial)
-            m = trial.measured
-            print(f"{v.name} @ {rate:.1f} rps: offered {trial.offered_rps:.1f}, sent {m.sent:,}, "
-                  f"p50 {m.p(50):.1f} ms, p99 {m.p(99):.1f} ms, errors {m.error_rate:.2%}, "
-                  f"sender lag p99 {trial.lag_p99_ms:.1f} ms -> "
-                  f"{'pass' if trial.verdict.passed else 'FAIL'} ({trial.verdict.why})",
-                  flush=True)  # fmt: skip
+            print(hold_line(v.name, trial), flush=True)
 
 
 def run(args: argparse.Namespace, tmp: Path) -> list[Capacity]:
@@ -187,6 +184,22 @@ def run(args: argparse.Namespace, tmp: Path) -> list[Capacity]:
         bursts = saturation_bursts(running, kafka, world, args)
         state = search_all(running, kafka, world.users, args, sla)
     return [Capacity(name, bursts[name], *state[name]) for name in state]
+
+
+def run_compare(args: argparse.Namespace, tmp: Path) -> None:
+    sla = Sla(args.sla_ms, args.max_error_rate)
+    with variants_up(args, tmp) as (kafka, world, running):
+        warm_up(running, kafka, world)
+        if args.rounds:
+            saturation_bursts(running, kafka, world, args)
+        kept = compare(
+            running,
+            lambda v, rate, n: held_rate(kafka, v, world.users, rate, args, sla, f"-{n}"),
+            parse_rates(args.compare_at),
+            args.repeats,
+            args.discard_first,
+        )
+    compare_report(kept, args.sla_ms)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -216,6 +229,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--drain-timeout", type=float, default=60, help="wait for a backlog to clear (s)")
     add("--pause", type=float, default=1, help="rest between held rates (s)")
     add("--seed", type=int, default=7, help="seed of the arrival schedules")
+    add(
+        "--compare-at",
+        default="",
+        metavar="RATES",
+        help="no search: hold these rates (e.g. 400,480) for every variant in alternation",
+    )
+    add("--repeats", type=int, default=3, help="--compare-at: rounds over the rates")
+    add("--discard-first", type=int, default=1, help="--compare-at: warm-up rounds not kept")
     return parser.parse_args(argv)
 
 
@@ -223,6 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="bench-sla-") as tmp_name:
+        if args.compare_at:
+            run_compare(args, Path(tmp_name))
+            print(f"wall {time.monotonic() - started:.0f} s")
+            return 0
         capacities = run(args, Path(tmp_name))
     print(f"wall {time.monotonic() - started:.0f} s")
     report(capacities, args)

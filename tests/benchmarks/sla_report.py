@@ -157,3 +157,11 @@ def goal_line(by: dict[str, Capacity], deployed: Capacity, key: str, other: str,
         verdict = "undecided (no rate passed on either side)"
     print(f"goal {key} >= {factor:g} x {other} ({factor * base:.1f}): "
           f"{deployed.sla_rps:.1f} -> {verdict}")  # fmt: skip
+
+
+def hold_line(name: str, trial: Trial) -> str:
+    m = trial.measured
+    return (f"{name} @ {trial.rate:.1f} rps: offered {trial.offered_rps:.1f}, sent {m.sent:,}, "
+            f"p50 {m.p(50):.1f} ms, p99 {m.p(99):.1f} ms, errors {m.error_rate:.2%}, "
+            f"sender lag p99 {trial.lag_p99_ms:.1f} ms -> "
+            f"{'pass' if trial.verdict.passed else 'FAIL'} ({trial.verdict.why})")  # fmt: skip

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from tests.benchmarks.e2e import trial_env
+from tests.benchmarks.measured import Measured
 from tests.benchmarks.sla import parse_args
+from tests.benchmarks.sla_compare import compare, parse_rates
+from tests.benchmarks.sla_report import Trial
 from tests.benchmarks.sla_search import (
     LateCounter,
     RateSearch,
     Sla,
+    Verdict,
     histogram_totals,
     poisson_offsets,
     poisson_schedule,
@@ -180,3 +186,31 @@ def test_the_trial_variant_takes_worker_settings_as_pairs() -> None:
     assert trial_env(["A=b=c"]) == {"A": "b=c"}  # the first = splits
     with pytest.raises(SystemExit, match="NAME=VALUE"):
         trial_env(["STREAMREC_WORKER_BATCH_SIZE"])
+
+
+def test_compare_rates_are_parsed_and_bad_ones_refused() -> None:
+    assert parse_rates("400, 480") == [400.0, 480.0]
+    for bad in ("", "400,fast", "0,400"):
+        with pytest.raises(SystemExit, match="--compare-at"):
+            parse_rates(bad)
+
+
+def test_compare_holds_every_variant_at_every_rate_and_drops_the_warm_up() -> None:
+    held: list[tuple[str, float, int]] = []
+
+    def hold(v: Any, rate: float, round_no: int) -> Trial:
+        held.append((v.name, rate, round_no))
+        latencies = [rate / 10] * 99  # p99 = rate / 10 ms
+        verdict = Verdict(rate / 10, 0.0, rate < 450, "ok")
+        return Trial(rate, Measured(99, 99, 0, 1.0, latencies), rate, 0.5, verdict, None)
+
+    running = [SimpleNamespace(name="worker"), SimpleNamespace(name="trial")]
+    kept = compare(running, hold, [400, 480], repeats=2, discard_first=1)  # type: ignore[arg-type]
+    # Alternation: each rate by every variant in turn, the rates in order, three rounds.
+    assert held == [
+        (name, rate, n) for n in range(3) for rate in (400, 480) for name in ("worker", "trial")
+    ]
+    assert {name: {rate: len(t) for rate, t in by.items()} for name, by in kept.items()} == {
+        "worker": {400: 2, 480: 2},
+        "trial": {400: 2, 480: 2},
+    }
