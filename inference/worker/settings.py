@@ -198,6 +198,17 @@ class WorkerSettings(Settings):
     exactly_once: bool = setting(
         False, env="STREAMREC_WORKER_EXACTLY_ONCE", help="Kafka transactions"
     )
+    # At least once: the next batch is scored while the last one's answers are still
+    # being flushed to Kafka (its acknowledgement is a round trip the ranker need not
+    # wait for). Deliveries stay in order; a batch's offsets are handed back only after
+    # its own answers and every earlier batch's are durable. Exactly once ignores it.
+    # Side by side at 400 requests/s (bench-sla --compare-at, three holds each): p99 31-35
+    # against 37-39 ms; at 480, past the box's wall, no difference.
+    overlap_delivery: bool = setting(
+        True,
+        env="STREAMREC_WORKER_OVERLAP_DELIVERY",
+        help="score the next batch while the last one is delivered (at least once)",
+    )
     transactional_id: str = setting(
         "",
         env="STREAMREC_WORKER_TRANSACTIONAL_ID",

@@ -5,8 +5,12 @@ recalled in a thread while batch N is scored on Triton, post-processed,
 delivered and committed; batches are delivered in order, and each commits only
 its own offsets. Batch N+1 keeps gathering requests while N is being scored
 (up to the batch size), so batches grow with the load and a busy ranker gets
-fewer, fuller requests. Exactly-once: one batch at a time, each a Kafka transaction, so
-a rebalance never falls between a batch's output and its offsets.
+fewer, fuller requests. With ``overlap_delivery``, N+1 is scored while N's answers
+are still being flushed; N+1's are delivered only after N's are durable, and not at
+all if N's fail, so no offset is committed past an undelivered answer. At most one
+delivery is in flight behind the batch being scored. Exactly-once: one batch at a
+time, each a Kafka transaction, so a rebalance never falls between a batch's output
+and its offsets.
 
 Metrics (:mod:`inference.worker.metrics`): every stage of :data:`STAGES` is observed
 once per batch with requests, and only its work; the poll's wait for a first request
@@ -27,6 +31,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from inference.worker.arrival import message_start_ms
 from inference.worker.artifacts import ModelArtifacts
@@ -191,15 +196,21 @@ class Worker:
             self.routing.start()
         if self.index_reload is not None:
             self.index_reload.start()
-        pending: asyncio.Task[None] | None = None
+        scoring: asyncio.Task[list[Recommendation]] | None = None
+        delivering: collections.deque[asyncio.Task[None]] = collections.deque()
+        # Deliveries that may still be in flight as the next batch is handed over.
+        ahead = 1 if self.settings.overlap_delivery and not self.settings.exactly_once else 0
         try:
             await self._warm_up()
             logger.info("polling %s", self.settings.requests_topic)  # readiness, in the log
             while not stop.is_set():
                 polled, prepared = await asyncio.to_thread(self._poll_and_prepare)
-                if pending is not None:
-                    await pending  # batches are delivered, and committed, in order
-                    pending = None
+                if scoring is not None:
+                    await scoring  # one batch is scored at a time
+                    scoring = None
+                # In order; a failed delivery raises here. An idle worker settles them all.
+                while len(delivering) > (ahead if len(polled) else 0):
+                    await delivering.popleft()
                 if not len(polled):
                     continue
                 if prepared is not None:
@@ -207,16 +218,18 @@ class Worker:
                     # runs: that thread could otherwise ask before the task had begun,
                     # and the next batch would stop gathering while this one scores.
                     self._scoring.set()
-                task = asyncio.create_task(self._finish(polled, prepared))
+                scoring = asyncio.create_task(self._score(prepared, polled))
+                previous = delivering[-1] if delivering else None
+                delivering.append(asyncio.create_task(self._deliver(polled, scoring, previous)))
                 if self.settings.exactly_once:
-                    await task
-                else:
-                    pending = task
-            if pending is not None:
-                await pending
+                    await delivering.popleft()
+                    scoring = None
+            while delivering:
+                await delivering.popleft()
         except DeliveryStuck:
             raise  # closing would wait on the blocked client as well
         except BaseException:
+            await _settled(scoring, *delivering)
             await self._close()
             raise
         await self._close()
@@ -258,23 +271,36 @@ class Worker:
             m.stage_seconds.labels(stage).observe(seconds)
         return polled, prepared
 
-    async def _finish(self, polled: Polled, prepared: PreparedBatch | None) -> None:
-        recs: list[Recommendation] = []
-        if prepared is not None:
-            start = time.perf_counter()
-            try:  # _scoring was set when this batch was handed over
-                appended = [appended_ms(message) for message, _ in polled.records]
-                late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
-                view = self.routing.view if self.routing is not None else NO_SPLIT
-                ranked = await self.ranker.rank(prepared, late, view)
-            finally:
-                self._scoring.clear()
-            self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
-            start = time.perf_counter()
-            recs = recommendations(
-                prepared, ranked, self.settings.max_per_category, wall_clock_ms()
-            )
-            self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
+    async def _score(
+        self, prepared: PreparedBatch | None, polled: Polled
+    ) -> list[Recommendation]:
+        if prepared is None:
+            return []  # nothing but refused messages: their dead letters go out alone
+        start = time.perf_counter()
+        try:  # _scoring was set when this batch was handed over
+            appended = [appended_ms(message) for message, _ in polled.records]
+            late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
+            view = self.routing.view if self.routing is not None else NO_SPLIT
+            ranked = await self.ranker.rank(prepared, late, view)
+        finally:
+            self._scoring.clear()
+        self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
+        start = time.perf_counter()
+        recs = recommendations(prepared, ranked, self.settings.max_per_category, wall_clock_ms())
+        self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
+        return recs
+
+    async def _deliver(
+        self,
+        polled: Polled,
+        scoring: asyncio.Task[list[Recommendation]],
+        previous: asyncio.Task[None] | None,
+    ) -> None:
+        """The batch's answers and dead letters made durable, then its offsets handed back:
+        after the batch before it, whose failure stops this one from committing past it."""
+        recs = await scoring
+        if previous is not None:
+            await previous
         delivery = asyncio.to_thread(self.sink.deliver, recs, polled, self.stream)
         # The sink gives up by itself after the delivery timeout; a call of it still
         # running well past its own timeout is blocked inside librdkafka for good.
@@ -349,3 +375,15 @@ class Worker:
                 "stopped after %d batches, %d requests, %d refused, %d degraded",
                 self.stats.batches, self.stats.requests, self.stats.refused, self.stats.degraded,
             )  # fmt: skip
+
+
+async def _settled(*tasks: asyncio.Task[Any] | None) -> None:
+    """Wait for the tasks still running, their outcomes already known or beside the point.
+
+    After a failure the batches behind it fail too (a delivery waits on the one before
+    it) or are abandoned unanswered and uncommitted, so a restart replays them. Waiting
+    rather than cancelling: a delivery's thread cannot be cancelled, and closing the
+    producer under it would lose what it holds.
+    """
+    running = [task for task in tasks if task is not None]
+    await asyncio.gather(*running, return_exceptions=True)

@@ -27,7 +27,7 @@ from inference.worker.deadline import late_positions
 from inference.worker.errors import RankerUnavailable
 from inference.worker.features import UserFeatures
 from inference.worker.inputs import UserInput
-from inference.worker.kafka_io import Polled
+from inference.worker.kafka_io import DeliveryError, Polled
 from inference.worker.metrics import STAGES, WorkerMetrics
 from inference.worker.prepare import PreparedBatch, PreparedRequest
 from inference.worker.recall import Candidate
@@ -77,15 +77,22 @@ class MemoryStream:
 
 
 class MemorySink:
-    def __init__(self) -> None:
+    """Records each delivery, after ``delays_s[n]`` seconds for the n-th (none past the list)."""
+
+    def __init__(self, delays_s: Sequence[float] = ()) -> None:
         self.delivered: list[tuple[list[str], dict[tuple[str, int], int]]] = []
         self.recommendations: list[Recommendation] = []
         self.closed = False
         self.clock = CallClock()  # no Kafka call ever runs: never overdue
+        self.delays_s = list(delays_s)
+        self.calls = 0
 
     def deliver(
         self, recs: Sequence[Recommendation], polled: Polled, _stream: Any
     ) -> dict[str, float]:
+        self.calls += 1
+        if self.delays_s:
+            time.sleep(self.delays_s.pop(0))
         self.delivered.append(([r.request_id for r in recs], dict(polled.offsets)))
         self.recommendations.extend(recs)
         return {"produce": 0.0005, "commit": 0.00001}
@@ -105,6 +112,13 @@ class SlowScorer:
 
     async def close(self) -> None:
         return None
+
+
+class QuickScorer(SlowScorer):
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        return inputs[CAND_ITEMS].astype(np.float32) / 100, "ranker:1"
 
 
 class MemoryPreparer:
@@ -169,13 +183,19 @@ def requests(prefix: str, n: int) -> list[RecRequest]:
     return [RecRequest(f"{prefix}{i}", i + 1, 1_700_000_000_000, k=2) for i in range(n)]
 
 
-@pytest.mark.parametrize("exactly_once", [False, True])
+@pytest.mark.parametrize(
+    ("exactly_once", "overlap"), [(False, False), (False, True), (True, False), (True, True)]
+)
 def test_batches_are_delivered_in_order_each_request_once(
-    monkeypatch: pytest.MonkeyPatch, exactly_once: bool
+    monkeypatch: pytest.MonkeyPatch, exactly_once: bool, overlap: bool
 ) -> None:
-    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: SlowScorer())
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: QuickScorer())
     batches = [requests("a", 3), requests("b", 2), requests("c", 4)]
-    worker, stop = memory_worker([list(b) for b in batches], exactly_once)
+    worker, stop = memory_worker(
+        [list(b) for b in batches], exactly_once, overlap_delivery=overlap
+    )
+    # The first delivery is the slowest: a later batch overlapping it must still wait.
+    worker.sink = MemorySink(delays_s=[0.3, 0.05])  # type: ignore[assignment]
     asyncio.run(worker.run(stop))
     sink, stream = worker.sink, worker.stream
     assert isinstance(sink, MemorySink) and isinstance(stream, MemoryStream)
@@ -230,6 +250,68 @@ def test_exactly_once_scores_one_batch_at_a_time(monkeypatch: pytest.MonkeyPatch
     asyncio.run(worker.run(stop))
     assert isinstance(worker.stream, MemoryStream)
     assert not any(worker.stream.polled_while_scoring)
+
+
+class DeliveryWatchingScorer(QuickScorer):
+    """Notes, for every call, whether a delivery was running in the sink meanwhile."""
+
+    def __init__(self, sink: MemorySink) -> None:
+        self.sink = sink
+        self.while_delivering: list[bool] = []
+
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        self.while_delivering.append(self.sink.calls > len(self.sink.delivered))
+        return await super().score(inputs, version)
+
+
+@pytest.mark.parametrize("overlap", [True, False])
+def test_with_overlap_the_next_batch_is_scored_while_the_last_is_delivered(
+    monkeypatch: pytest.MonkeyPatch, overlap: bool
+) -> None:
+    worker, stop = memory_worker(
+        [requests("a", 3), requests("b", 3)], exactly_once=False, overlap_delivery=overlap
+    )
+    sink = MemorySink(delays_s=[1.0])  # the first delivery is slow
+    worker.sink = sink  # type: ignore[assignment]
+    scorer = DeliveryWatchingScorer(sink)
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: scorer)
+    asyncio.run(worker.run(stop))
+    assert scorer.while_delivering == [False, overlap]
+    assert [ids for ids, _ in sink.delivered] == [["a0", "a1", "a2"], ["b0", "b1", "b2"]]
+
+
+class FailingSink(MemorySink):
+    def deliver(
+        self, recs: Sequence[Recommendation], polled: Polled, stream: Any
+    ) -> dict[str, float]:
+        if not self.calls:
+            self.calls += 1
+            time.sleep(0.3)  # the next batch is scored meanwhile
+            raise DeliveryError("1 undelivered, failures: ['broker gone']")
+        return super().deliver(recs, polled, stream)
+
+
+def test_a_failed_delivery_stops_every_batch_behind_it_from_committing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second batch is scored while the first is delivered; the first fails, and the
+    second must neither be delivered nor hand back its offsets (past the first's)."""
+    worker, stop = memory_worker(
+        [requests("a", 3), requests("b", 3), requests("c", 3)],
+        exactly_once=False,
+        overlap_delivery=True,
+    )
+    sink = FailingSink()
+    worker.sink = sink  # type: ignore[assignment]
+    scorer = CountingScorer()
+    monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: scorer)
+    with pytest.raises(DeliveryError, match="broker gone"):
+        asyncio.run(worker.run(stop))
+    assert scorer.calls >= 2  # the overlap happened
+    assert sink.delivered == [] and sink.calls == 1
+    assert sink.closed and worker.stats.requests == 0
 
 
 class Consumed:
