@@ -271,9 +271,7 @@ class Worker:
             m.stage_seconds.labels(stage).observe(seconds)
         return polled, prepared
 
-    async def _score(
-        self, prepared: PreparedBatch | None, polled: Polled
-    ) -> list[Recommendation]:
+    async def _score(self, prepared: PreparedBatch | None, polled: Polled) -> list[Recommendation]:
         if prepared is None:
             return []  # nothing but refused messages: their dead letters go out alone
         start = time.perf_counter()

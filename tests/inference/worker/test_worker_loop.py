@@ -191,9 +191,7 @@ def test_batches_are_delivered_in_order_each_request_once(
 ) -> None:
     monkeypatch.setattr(worker_module, "build_scorer", lambda _settings: QuickScorer())
     batches = [requests("a", 3), requests("b", 2), requests("c", 4)]
-    worker, stop = memory_worker(
-        [list(b) for b in batches], exactly_once, overlap_delivery=overlap
-    )
+    worker, stop = memory_worker([list(b) for b in batches], exactly_once, overlap_delivery=overlap)
     # The first delivery is the slowest: a later batch overlapping it must still wait.
     worker.sink = MemorySink(delays_s=[0.3, 0.05])  # type: ignore[assignment]
     asyncio.run(worker.run(stop))
