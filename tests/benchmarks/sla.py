@@ -23,6 +23,10 @@ throughput, median of alternating rounds). Then, per variant:
 
 At each variant's SLA rate: latency CDFs (``reports/bench-sla.png``) and, for the
 worker, the mean per stage from its Prometheus histograms scraped before and after.
+
+To weigh a setting: the ``trial`` variant is the worker with ``--trial-env`` on top,
+and ``--compare-at`` replaces the search with fixed rates held in alternation
+(``tests/benchmarks/sla_compare.py``).
 """
 
 from __future__ import annotations
