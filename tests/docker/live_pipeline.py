@@ -46,7 +46,7 @@ from jobs.replay.run import ReplayOptions, run_replay
 from schemas.codec import event_codec, recommendation_codec, wall_clock_ms
 from schemas.kafka import LOG_APPEND_TIME, KafkaSettings, TopicSpec, ensure_topics
 from schemas.records import BehaviorEvent
-from tests.support.stacks import free_port, own_stack_settings
+from tests.support.stacks import distinct_free_ports, own_stack_settings
 
 SCRAPE_S = 1.0
 EVENTS = 6_000  # about seven minutes of the stream's event time
@@ -76,7 +76,10 @@ class LiveRun:
 
 
 def part_ports() -> dict[str, int]:
-    return {name: free_port() for name in ("worker", "drift", "outcome", "features", "writer")}
+    """Distinct metrics ports for the parts (the stack's own then avoids them: a drift
+    watch once found its port taken)."""
+    names = ("worker", "drift", "outcome", "features", "writer")
+    return dict(zip(names, distinct_free_ports(len(names)), strict=True))
 
 
 def pipeline(topics: RunTopics, run_id: str, model_dir: Path, log_dir: Path,
@@ -116,7 +119,10 @@ def observed_stack(home: Path, model_dir: Path, ports: dict[str, int]) -> Iterat
     models = home / "models"
     repository.publish(model_dir, models)
     settings = own_stack_settings(
-        home, triton_model_repository=models, prometheus_scrape_interval_s=SCRAPE_S
+        home,
+        avoid_ports=set(ports.values()),
+        triton_model_repository=models,
+        prometheus_scrape_interval_s=SCRAPE_S,
     )
     environ = {
         "STREAMREC_WORKER_METRICS_PORT": str(ports["worker"]),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+from collections.abc import Collection
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,14 @@ def free_port() -> int:
         return port
 
 
-def distinct_free_ports(count: int) -> list[int]:
+def distinct_free_ports(count: int, avoid: Collection[int] = ()) -> list[int]:
+    """``count`` free ports, none of them in ``avoid`` (ports handed out already but not
+    yet bound: the kernel may offer a closed probe's port again)."""
     ports: set[int] = set()
     while len(ports) < count:  # distinct, or two services would race for one
-        ports.add(free_port())
+        port = free_port()
+        if port not in avoid:
+            ports.add(port)
     return sorted(ports)
 
 
@@ -55,13 +60,17 @@ def free_port_run(count: int, bus_offset: int = 10000) -> int:
     raise RuntimeError(f"no {count} consecutive free ports found between 20000 and 30000")
 
 
-def own_stack_settings(home: Path, **overrides: Any) -> StackSettings:
-    """Settings for a stack under ``home`` with every ``*_port`` free, then ``overrides``.
+def own_stack_settings(
+    home: Path, avoid_ports: Collection[int] = (), **overrides: Any
+) -> StackSettings:
+    """Settings for a stack under ``home`` with every ``*_port`` free and not in
+    ``avoid_ports``, then ``overrides``.
 
     With ``redis_cluster=True`` the Redis port starts a run of six free ports (and
     their cluster bus ports)."""
     names = [f.name for f in fields(StackSettings) if f.name.endswith("_port")]
-    chosen: dict[str, Any] = dict(zip(names, distinct_free_ports(len(names)), strict=True))
+    ports = distinct_free_ports(len(names), avoid_ports)
+    chosen: dict[str, Any] = dict(zip(names, ports, strict=True))
     if overrides.get("redis_cluster"):
         chosen["redis_port"] = free_port_run(REDIS_CLUSTER_NODES)
     return StackSettings(
