@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -137,7 +138,7 @@ def test_workers_in_one_group_share_partitions_and_survive_rebalances(
         reader.close()
 
 
-def own_stack(tmp_path: Path, **overrides: int | Path) -> tuple[Stack, StackSettings]:
+def own_stack(tmp_path: Path, **overrides: Any) -> tuple[Stack, StackSettings]:
     settings = own_stack_settings(tmp_path / "home", **overrides)
     return Stack(settings), settings
 
