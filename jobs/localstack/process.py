@@ -17,6 +17,8 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from schemas.online.feast_environment import without_feast_metrics
+
 _POLL_S = 0.1
 
 
@@ -99,7 +101,9 @@ def spawn(
         (os.POSIX_SPAWN_OPEN, 1, str(log_path), flags, 0o644),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    environ = dict(os.environ if env is None else env)
+    # Not Feast's metrics directory: a part started from a process that imported Feast
+    # would keep its metrics in mmap files (schemas.online.feast_environment).
+    environ = without_feast_metrics(os.environ if env is None else env)
     pid = os.posix_spawn(argv[0], list(argv), environ, file_actions=actions, setsid=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)
     pidfile.write_text(f"{pid}\n")

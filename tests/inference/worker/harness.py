@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from schemas.codec import dead_letter_codec, recommendation_codec, request_codec
 from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
+from schemas.online.feast_environment import without_feast_metrics
 from schemas.records import DeadLetter, Recommendation, RecRequest
 from schemas.topics import dead_letter_topic
 from tests.conftest import REPO_ROOT, free_port
@@ -55,7 +56,7 @@ def worker_env(
 ) -> dict[str, str]:
     """The environment of one worker process; ``worker`` are STREAMREC_WORKER_* overrides."""
     env = {
-        **os.environ,
+        **without_feast_metrics(os.environ),
         "STREAMREC_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
         "STREAMREC_REDIS_URL": redis_url,
         "STREAMREC_MODEL_DIR": str(model_dir),

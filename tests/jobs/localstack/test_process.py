@@ -110,6 +110,15 @@ def test_output_goes_to_the_log_and_tail_reads_it(tmp_path: Path, marker: str) -
     assert process.tail(tmp_path / "missing.log") == ""
 
 
+def test_a_part_does_not_inherit_feasts_metrics_directory(tmp_path: Path, marker: str) -> None:
+    # A parent that imported Feast has these set; the part's prometheus_client would use mmaps.
+    env = {"PROMETHEUS_MULTIPROC_DIR": "/tmp/feast_metrics_abc", "KEPT": "yes"}
+    argv = ["/bin/sh", "-c", 'echo "[$PROMETHEUS_MULTIPROC_DIR] [$KEPT]"', marker]
+    pid = process.spawn(argv, tmp_path / "svc" / "out.log", tmp_path / "svc" / "svc.pid", env)
+    assert process.wait_gone(pid, marker, timeout_s=5)
+    assert process.tail(tmp_path / "svc" / "out.log", lines=1) == "[] [yes]"
+
+
 def test_port_in_use(tmp_path: Path) -> None:
     import socket
 
