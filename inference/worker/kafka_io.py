@@ -102,16 +102,17 @@ class RequestStream:
         self,
         max_records: int,
         window_s: float,
-        keep_gathering: Callable[[], bool] = lambda: False,
+        gather_left: Callable[[], float] = lambda: 0.0,
     ) -> Polled:
         """Up to ``max_records``: what is waiting now, without waiting for more unless told.
 
         Adaptive batching: a request that finds the ranker idle leaves at once with
         whatever arrived with it, so a quiet worker adds no batching delay. While
-        ``keep_gathering()`` (the previous batch is still being scored) the batch keeps
-        growing with the backlog, since waiting costs nothing then and a bigger batch
-        scores more cheaply per request. ``window_s`` > 0 adds a fixed wait after the
-        first request (fuller batches at low load, at the cost of that much latency).
+        ``gather_left()`` is positive (seconds; the previous batch is still being scored,
+        :mod:`inference.worker.gather`) the batch keeps growing with the backlog, since
+        waiting costs nothing then and a bigger batch scores more cheaply per request.
+        ``window_s`` > 0 adds a fixed wait after the first request (fuller batches at low
+        load, at the cost of that much latency).
         """
         self._store_handed_offsets()
         self._revoked.clear()
@@ -129,9 +130,9 @@ class RequestStream:
         while messages and len(messages) < max_records:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                if not keep_gathering():
+                remaining = min(gather_left(), GATHER_SLICE_S)
+                if remaining <= 0:
                     break
-                remaining = GATHER_SLICE_S
             messages += self.consumer.consume(max_records - len(messages), timeout=remaining)
         if self._revoked:
             messages = self._without_revoked(messages)

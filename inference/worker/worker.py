@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import appended_ms, late_positions
 from inference.worker.errors import DeliveryStuck
 from inference.worker.features import FeatureReader
+from inference.worker.gather import GatherClock
 from inference.worker.index_reload import IndexReloader
 from inference.worker.instance import InstanceClaim, claim_instance
 from inference.worker.inventory import inventory_key
@@ -145,9 +145,8 @@ class Worker:
             else None
         )
         self.scorer: Scorer | None = None
-        # Set from a batch's hand-over until it is scored: the next batch keeps
-        # gathering meanwhile.
-        self._scoring = threading.Event()
+        # From a batch's hand-over until it is scored, the next batch gathers.
+        self._gather = GatherClock(settings.prepare_ahead)
 
     def _routing_watcher(self) -> RoutingWatcher | None:
         # A version split needs Triton; the in-process scorers have one version only.
@@ -217,7 +216,7 @@ class Worker:
                     # Set before the next poll's thread starts, not when the task first
                     # runs: that thread could otherwise ask before the task had begun,
                     # and the next batch would stop gathering while this one scores.
-                    self._scoring.set()
+                    self._gather.handed_over()
                 scoring = asyncio.create_task(self._score(prepared, polled))
                 previous = delivering[-1] if delivering else None
                 delivering.append(asyncio.create_task(self._deliver(polled, scoring, previous)))
@@ -253,7 +252,9 @@ class Worker:
     def _poll_and_prepare(self) -> tuple[Polled, PreparedBatch | None]:
         start = time.perf_counter()
         polled = self.stream.poll(
-            self.settings.batch_size, self.settings.batch_timeout_ms / 1000, self._scoring.is_set
+            self.settings.batch_size,
+            self.settings.batch_timeout_ms / 1000,
+            self._gather.gather_left,
         )
         took = time.perf_counter() - start
         m = self.metrics
@@ -266,7 +267,9 @@ class Worker:
         m.stage_seconds.labels("decode").observe(polled.decode_s)
         if not polled.records:
             return polled, None
+        start = time.perf_counter()
         prepared = self.preparer.prepare([record for _, record in polled.records])
+        self._gather.prepared(time.perf_counter() - start)
         for stage, seconds in prepared.stage_seconds.items():
             m.stage_seconds.labels(stage).observe(seconds)
         return polled, prepared
@@ -275,13 +278,13 @@ class Worker:
         if prepared is None:
             return []  # nothing but refused messages: their dead letters go out alone
         start = time.perf_counter()
-        try:  # _scoring was set when this batch was handed over
+        try:  # the gather clock was told when this batch was handed over
             appended = [appended_ms(message) for message, _ in polled.records]
             late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
             view = self.routing.view if self.routing is not None else NO_SPLIT
             ranked = await self.ranker.rank(prepared, late, view)
         finally:
-            self._scoring.clear()
+            self._gather.scored()
         self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
         start = time.perf_counter()
         recs = recommendations(prepared, ranked, self.settings.max_per_category, wall_clock_ms())

@@ -50,7 +50,7 @@ def _first_batch(stream: RequestStream, busy_for_s: float) -> list[str]:
     started = time.monotonic()
     deadline = started + 30
     while time.monotonic() < deadline:
-        polled = stream.poll(100, 0.0, lambda: time.monotonic() - started < busy_for_s)
+        polled = stream.poll(100, 0.0, lambda: started + busy_for_s - time.monotonic())
         if polled.records:
             return [record.request_id for _, record in polled.records]
     raise AssertionError("no request arrived within 30 s")
@@ -92,6 +92,20 @@ def test_a_busy_ranker_lets_the_batch_grow_with_the_backlog(
     finally:
         late.join()
     assert batch == ["now-0", "now-1", "now-2", "late-0", "late-1"]
+
+
+def test_a_batch_stops_gathering_when_its_time_is_up_though_the_ranker_is_busy(
+    kafka: KafkaSettings, stream: tuple[RequestStream, WorkerTopics]
+) -> None:
+    """Preparing ahead: the batch leaves at its cut-off, to be prepared while the ranker works."""
+    consumer, topics = stream
+    produce(kafka, topics.requests, _requests("now", 3))
+    late = _produce_late(kafka, topics.requests, _requests("late", 2))
+    try:
+        batch = _first_batch(consumer, busy_for_s=LATE_AFTER_S / 3)
+    finally:
+        late.join()
+    assert batch and batch == ["now-0", "now-1", "now-2"][: len(batch)]
 
 
 def test_the_wait_for_a_first_request_is_idle_and_its_record_carries_the_append_time(
@@ -149,11 +163,12 @@ class SecondMember:
                 self.joined_at = time.monotonic()
         stream.close()
 
-    def gathering(self, started: float) -> bool:
+    def gathering(self, started: float) -> float:
         """Keep a batch gathering until a second after this member got partitions."""
-        if time.monotonic() - started > 40:
-            return False
-        return self.joined_at is None or time.monotonic() < self.joined_at + 1.0
+        now = time.monotonic()
+        if now - started > 40:
+            return 0.0
+        return 1.0 if self.joined_at is None else self.joined_at + 1.0 - now
 
     def close(self) -> None:
         self.stop.set()
@@ -198,7 +213,7 @@ def _one_request_polled(
     produce(kafka, topics.requests, _requests(prefix, 1))
     polled = Polled()
     while not polled.records:
-        polled = stream.poll(10, 1.0, lambda: False)
+        polled = stream.poll(10, 1.0, lambda: 0.0)
     return stream, polled
 
 

@@ -26,6 +26,7 @@ from inference.worker.artifacts import ModelArtifacts
 from inference.worker.deadline import late_positions
 from inference.worker.errors import RankerUnavailable
 from inference.worker.features import UserFeatures
+from inference.worker.gather import GatherClock
 from inference.worker.inputs import UserInput
 from inference.worker.kafka_io import DeliveryError, Polled
 from inference.worker.metrics import STAGES, WorkerMetrics
@@ -57,8 +58,8 @@ class MemoryStream:
         self.closed = False
         self._offset = 0
 
-    def poll(self, _max: int, _window_s: float, keep_gathering: Callable[[], bool]) -> Polled:
-        gathering = keep_gathering()
+    def poll(self, _max: int, _window_s: float, gather_left: Callable[[], float]) -> Polled:
+        gathering = gather_left() > 0
         self.polled_while_scoring.append(gathering)
         if gathering:
             self.overlapped.set()
@@ -174,7 +175,7 @@ def memory_worker(
     worker.scorer = None
     worker.routing = None
     worker.index_reload = None
-    worker._scoring = threading.Event()
+    worker._gather = GatherClock(worker.settings.prepare_ahead)
     worker._instance = None  # the transactional id is given ("t"): no slot claimed
     return worker, stop
 
