@@ -2,8 +2,20 @@ from __future__ import annotations
 
 import pytest
 
-from inference.worker.features import TIMESTAMP, item_features, top_items, user_features
+from inference.worker.features import (
+    TIMESTAMP,
+    decode_checked,
+    item_features,
+    stored_fields,
+    top_items,
+    typed_value,
+    user_features,
+)
+from schemas.online.feast_format import encode_timestamp, encode_value
+from schemas.online.feast_protos import ValueProto
+from schemas.online.redis_store import decode_reply
 from schemas.ranking import ZERO_ITEM_DENSE
+from schemas.views import VIEWS
 
 
 def test_unknown_user_has_no_sequence_and_no_time() -> None:
@@ -49,3 +61,30 @@ def test_item_features_and_trends() -> None:
     assert features.category_id == 4 and features.trend_score == 10 + 3 + 8
     assert item_features(None).dense == ZERO_ITEM_DENSE
     assert top_items({"top_item_ids": [3, 1]}) == [3, 1] and top_items(None) == []
+
+
+def test_a_stored_row_decodes_as_feast_returns_it() -> None:
+    spec = VIEWS["user_recent_clicks"]
+    names = list(spec.feature_names)
+    values = {name: None for name in names} | {"item_ids": [3, 4], "behaviors": ["pv", "buy"]}
+    kinds = {f.name: f.kind for f in spec.features}
+    reply = [
+        None if values[name] is None else encode_value(kinds[name], values[name])
+        for name in names
+    ] + [encode_timestamp(1_700_000_000_123_000_000)]
+    expected = decode_reply(spec, names, reply, TIMESTAMP)
+    assert decode_checked(names, stored_fields(spec, names), reply) == expected
+    assert expected is not None and expected["item_ids"] == [3, 4]
+
+
+def test_a_value_stored_as_another_kind_is_refused() -> None:
+    assert typed_value(ValueProto(int64_val=7).SerializeToString(), "int64_val") == 7
+    assert typed_value(ValueProto().SerializeToString(), "int64_val") is None  # unset
+    with pytest.raises(TypeError, match="string_val where a int64_val"):
+        typed_value(ValueProto(string_val="seven").SerializeToString(), "int64_val")
+    with pytest.raises(TypeError):
+        typed_value(ValueProto(int64_val=7).SerializeToString(), "int64_list_val")
+
+
+def test_a_row_without_its_time_is_absent() -> None:
+    assert decode_checked(["pv"], ["int64_val"], [b"", None]) is None
