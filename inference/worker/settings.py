@@ -214,7 +214,9 @@ class WorkerSettings(Settings):
     # averages), so that it is prepared meanwhile (inference/worker/gather.py). Side by
     # side (bench-sla --compare-at, three holds each, a slow day): median p50 17 against
     # 19 ms at 200 requests/s and 27 against 39 at 300; median p99 42 against 59 and 59
-    # against 76.
+    # against 76; at 280, that day's limit, 2 of 3 holds passed against none. The price
+    # is CPU: smaller batches (at 300 requests/s 2.6 against 5.2 requests, 2.1 against
+    # 1.6 ms of the worker's CPU per request).
     prepare_ahead: bool = setting(
         True,
         env="STREAMREC_WORKER_PREPARE_AHEAD",

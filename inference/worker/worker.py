@@ -5,7 +5,9 @@ recalled in a thread while batch N is scored on Triton, post-processed,
 delivered and committed; batches are delivered in order, and each commits only
 its own offsets. Batch N+1 keeps gathering requests while N is being scored
 (up to the batch size), so batches grow with the load and a busy ranker gets
-fewer, fuller requests. With ``overlap_delivery``, N+1 is scored while N's answers
+fewer, fuller requests; with ``prepare_ahead`` it stops gathering in time to be
+prepared by when N is expected to be scored (:mod:`inference.worker.gather`).
+With ``overlap_delivery``, N+1 is scored while N's answers
 are still being flushed; N+1's are delivered only after N's are durable, and not at
 all if N's fail, so no offset is committed past an undelivered answer. At most one
 delivery is in flight behind the batch being scored. Exactly-once: one batch at a
