@@ -69,8 +69,7 @@ def test_a_stored_row_decodes_as_feast_returns_it() -> None:
     values = {name: None for name in names} | {"item_ids": [3, 4], "behaviors": ["pv", "buy"]}
     kinds = {f.name: f.kind for f in spec.features}
     reply = [
-        None if values[name] is None else encode_value(kinds[name], values[name])
-        for name in names
+        None if values[name] is None else encode_value(kinds[name], values[name]) for name in names
     ] + [encode_timestamp(1_700_000_000_123_000_000)]
     expected = decode_reply(spec, names, reply, TIMESTAMP)
     assert decode_checked(names, stored_fields(spec, names), reply) == expected
