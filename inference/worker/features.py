@@ -22,8 +22,7 @@ from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
 from schemas.online.connect import OnlineClient
 from schemas.online.covisit import Neighbours, decode_neighbours, queue_neighbour_reads
-from schemas.online.feast_format import decode_timestamp_ns
-from schemas.online.feast_protos import ValueProto
+from schemas.online.feast_format import decode_timestamp_ns, stored_value
 from schemas.online.node_pipeline import pipeline_for
 from schemas.online.redis_store import queue_row_reads
 from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
@@ -33,7 +32,6 @@ from schemas.views import (
     ITEM_TRENDS,
     USER_CLICK_WINDOW,
     USER_RECENT_CLICKS,
-    FeatureKind,
     ViewSpec,
 )
 
@@ -59,29 +57,15 @@ def stored_fields(spec: ViewSpec, names: Sequence[str]) -> list[str]:
     return [kinds[name].value for name in names]
 
 
-# The fields whose value is a message of repeated ``val``: they decode to a list.
-_LIST_FIELDS = frozenset(
-    kind.value
-    for kind in (FeatureKind.INT64_LIST, FeatureKind.DOUBLE_LIST, FeatureKind.STRING_LIST)
-)
-
-
 def typed_value(raw: bytes | None, field: str) -> Any:
-    """``feast_format.decode_value``, for a value stored in ``field``; one in another field raises
-    TypeError. A foreign value that parses as another kind would otherwise surface later
-    as a crash far from its row. Checking the field, not each element's type, keeps a
-    list's check at one comparison."""
-    if raw is None:
-        return None
-    proto = ValueProto()
-    proto.ParseFromString(raw)
-    which = proto.WhichOneof("val")
-    if which is None or which == "null_val":
-        return None
-    if which != field:
+    """``feast_format.decode_value``, for a value stored in ``field``; one in another field
+    raises TypeError. A foreign value that parses as another kind would otherwise surface
+    later as a crash far from its row. Checking the field, not each element's type, keeps
+    a list's check at one comparison."""
+    which, value = stored_value(raw)
+    if which is not None and which != field:
         raise TypeError(f"a {which} where a {field} belongs")
-    value = getattr(proto, which)
-    return list(value.val) if which in _LIST_FIELDS else value
+    return value
 
 
 def decode_checked(names: Sequence[str], fields: Sequence[str], reply: list[Any]) -> Row | None:

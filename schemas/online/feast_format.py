@@ -157,15 +157,21 @@ def varint(n: int) -> bytes:
 
 def decode_value(raw: bytes | None) -> Any:
     """The Python value of a serialized ``Value``: int, float, str, list, or None if unset."""
+    return stored_value(raw)[1]
+
+
+def stored_value(raw: bytes | None) -> tuple[str | None, Any]:
+    """The ``Value`` oneof field a serialized value is stored in, and its Python value;
+    ``(None, None)`` if unset."""
     if raw is None:
-        return None
+        return None, None
     proto = ValueProto()
     proto.ParseFromString(raw)
     which = proto.WhichOneof("val")
     if which is None or which == "null_val":
-        return None
+        return None, None
     value = getattr(proto, which)
-    return list(value.val) if hasattr(value, "val") else value
+    return which, list(value.val) if hasattr(value, "val") else value
 
 
 def encode_row(spec: ViewSpec, values: Mapping[str, Any]) -> list[bytes]:

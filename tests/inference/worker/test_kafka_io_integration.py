@@ -66,14 +66,22 @@ def _produce_late(kafka: KafkaSettings, topic: str, requests: list[RecRequest]) 
     return thread
 
 
-def test_an_idle_ranker_takes_what_is_waiting_without_waiting_for_more(
-    kafka: KafkaSettings, stream: tuple[RequestStream, WorkerTopics]
+@pytest.mark.parametrize(
+    "busy_for_s",
+    [
+        pytest.param(0.0, id="idle ranker"),
+        # Preparing ahead: the batch leaves at its cut-off, to be prepared while the ranker works.
+        pytest.param(LATE_AFTER_S / 3, id="busy ranker, gathering time up"),
+    ],
+)
+def test_a_batch_takes_what_is_waiting_without_waiting_for_more(
+    kafka: KafkaSettings, stream: tuple[RequestStream, WorkerTopics], busy_for_s: float
 ) -> None:
     consumer, topics = stream
     produce(kafka, topics.requests, _requests("now", 3))
     late = _produce_late(kafka, topics.requests, _requests("late", 2))
     try:
-        batch = _first_batch(consumer, busy_for_s=0.0)
+        batch = _first_batch(consumer, busy_for_s=busy_for_s)
     finally:
         late.join()
     # Whatever of the first three had reached the worker, and none of the later two.
@@ -92,20 +100,6 @@ def test_a_busy_ranker_lets_the_batch_grow_with_the_backlog(
     finally:
         late.join()
     assert batch == ["now-0", "now-1", "now-2", "late-0", "late-1"]
-
-
-def test_a_batch_stops_gathering_when_its_time_is_up_though_the_ranker_is_busy(
-    kafka: KafkaSettings, stream: tuple[RequestStream, WorkerTopics]
-) -> None:
-    """Preparing ahead: the batch leaves at its cut-off, to be prepared while the ranker works."""
-    consumer, topics = stream
-    produce(kafka, topics.requests, _requests("now", 3))
-    late = _produce_late(kafka, topics.requests, _requests("late", 2))
-    try:
-        batch = _first_batch(consumer, busy_for_s=LATE_AFTER_S / 3)
-    finally:
-        late.join()
-    assert batch and batch == ["now-0", "now-1", "now-2"][: len(batch)]
 
 
 def test_the_wait_for_a_first_request_is_idle_and_its_record_carries_the_append_time(
