@@ -32,11 +32,6 @@ class GatherClock:
         self.scoring_s: float | None = None  # moving averages, None until the first batch
         self.preparing_s: float | None = None
 
-    @property
-    def scoring(self) -> bool:
-        """Whether a batch is in the ranker's hands."""
-        return self._scoring_since is not None
-
     def handed_over(self) -> None:
         """A batch went to the ranker (set before the next poll starts)."""
         self._scoring_since = self._clock()
