@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 
 .PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features bench-redis-cluster \
 	features features-cluster feature-writer feast-apply schemas clean \
-	bench-recall capacity bench-scale bench-serving train worker bench-e2e bench-sla eval-online profile-features bench-features-ab
+	bench-recall capacity bench-scale bench-serving train worker bench-e2e bench-sla eval-online profile-features bench-features-ab bench-cold-calls
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -117,6 +117,9 @@ bench-serving: $(STAMP) ## ranker served by Triton (gRPC) vs ONNX Runtime in pro
 
 worker: $(STAMP) ## run the inference worker (requests -> features, recall, Triton -> recommendations)
 	$(PY) -m inference.worker
+
+bench-cold-calls: $(STAMP) ## one ranker call back to back vs after idle gaps: what a pause costs on this box
+	$(PY) -m tests.benchmarks.cold_calls
 
 bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs naive vs in-process ceiling
 	$(PY) -m tests.benchmarks.e2e
