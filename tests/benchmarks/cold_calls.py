@@ -22,28 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from schemas.ranking import SEQ_LEN
+from tests.benchmarks.gpu_model import make_inputs
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 
 DEFAULT_MODEL_DIR = Path(".cache/ranker")
 PLOT = Path("reports/bench-cold-calls.png")
-
-
-def model_inputs(
-    users: int, candidates: int, num_items: int, num_categories: int, seed: int = 0
-) -> dict[str, np.ndarray[Any, Any]]:
-    """Valid random ids and features for ``users`` x ``candidates`` (the served shapes)."""
-    rng = np.random.default_rng(seed)
-    return {
-        "seq_items": rng.integers(2, num_items, (users, SEQ_LEN), dtype=np.int32),
-        "seq_cats": rng.integers(2, num_categories, (users, SEQ_LEN), dtype=np.int32),
-        "user_dense": rng.random((users, 4), dtype=np.float32),
-        "cand_items": rng.integers(2, num_items, (users, candidates), dtype=np.int32),
-        "cand_cats": rng.integers(2, num_categories, (users, candidates), dtype=np.int32),
-        "cand_dense": rng.random((users, candidates, 5), dtype=np.float32),
-    }
 
 
 def timed_calls(run: Any, feed: dict[str, Any], pause_s: float, calls: int) -> list[float]:
@@ -88,7 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     pauses = [float(p) for p in args.pauses.split(",")]
     users = [int(u) for u in args.users.split(",")]
-    feeds = {u: model_inputs(u, 100, limits["num_items"], limits["num_categories"]) for u in users}
+    feeds = {
+        u: make_inputs(u, 100, limits["num_items"], limits["num_categories"], 0) for u in users
+    }
     medians: dict[tuple[int, float], list[float]] = {}
     for round_ in range(args.rounds):
         for u in users:
