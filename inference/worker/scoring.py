@@ -211,10 +211,11 @@ class OnnxScorer:
         self, inputs: Inputs, version: int | None = None
     ) -> tuple[npt.NDArray[np.float32], str]:
         # One model in process: there is no other version to ask for.
-        scores = await asyncio.to_thread(self._run, inputs)
+        scores = await asyncio.to_thread(self.run, inputs)
         return scores, self._version
 
-    def _run(self, inputs: Inputs) -> npt.NDArray[np.float32]:
+    def run(self, inputs: Inputs) -> npt.NDArray[np.float32]:
+        """Scores [B, C], in the calling thread."""
         (scores,) = self._session.run([SCORES], {name: inputs[name] for name in INPUT_NAMES})
         return np.asarray(scores, dtype=np.float32)
 

@@ -5,11 +5,12 @@ The request path is a chain of small calls separated by waits (a request polled,
 Redis round trip, the Triton hop). Measured on its own, the ranker scores one user's
 100 candidates in under half a millisecond; inside Triton's stub, called every few
 milliseconds, the same call took two to three times that. This benchmark runs the
-same session on the same inputs with nothing but a sleep between calls, so that the
-gap alone is what differs: on a virtual machine whose idle vCPU halts at once (the
-guest's ``haltpoll`` with no polling), a call after a gap finds a core whose caches
-and predictors other work has used. ``--pauses`` are the gaps, in milliseconds;
-rounds alternate the gaps so that a change of the box's load hits them all alike.
+served file through the worker's in-process scorer (one thread) on the same inputs,
+with nothing but a sleep between calls, so that the gap alone is what differs: on a
+virtual machine whose idle vCPU halts at once (the guest's ``haltpoll`` with no
+polling), a call after a gap finds a core whose caches and predictors other work
+has used. ``--pauses`` are the gaps, in milliseconds; rounds alternate the gaps so
+that a change of the box's load hits them all alike.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from inference.worker.scoring import OnnxScorer
 from tests.benchmarks.gpu_model import make_inputs
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 
@@ -45,8 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m tests.benchmarks.cold_calls", description=__doc__
     )
-    parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR,
-                        help="model.onnx and model_config.json (make train)")  # fmt: skip
+    parser.add_argument(
+        "--model-dir", type=Path, default=DEFAULT_MODEL_DIR, help="the trained ranker (make train)"
+    )
     parser.add_argument("--pauses", default="0,0.5,4", help="gaps before each call, ms")
     parser.add_argument("--users", default="1,4", help="users per call (100 candidates each)")
     parser.add_argument("--calls", type=int, default=300, help="timed calls per cell and round")
@@ -56,18 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    import onnxruntime as ort  # type: ignore[import-untyped]
-
     limits = json.loads((args.model_dir / "model_config.json").read_text())
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1  # as the served model: one thread, no spinning pool
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    session = ort.InferenceSession(
-        str(args.model_dir / "model.onnx"), options, providers=["CPUExecutionProvider"]
-    )
-
-    def run(feed: dict[str, Any]) -> Any:
-        return session.run(None, feed)
+    # The worker's in-process scorer: the served file, no spinning pool threads.
+    run = OnnxScorer(args.model_dir, threads=1).run  # one thread, as the served model
 
     pauses = [float(p) for p in args.pauses.split(",")]
     users = [int(u) for u in args.users.split(",")]
