@@ -25,8 +25,11 @@ setup: $(STAMP) ## create the virtual environment with the project and its dev t
 # KAFKA_BROKERS=3: three replicated brokers (STREAMREC_KAFKA_BROKERS) instead of one.
 # REDIS_CLUSTER=1: a Redis Cluster of three masters and three replicas (STREAMREC_REDIS_CLUSTER).
 STACK_SHAPE = $(if $(KAFKA_BROKERS),STREAMREC_KAFKA_BROKERS=$(KAFKA_BROKERS) )$(if $(REDIS_CLUSTER),STREAMREC_REDIS_CLUSTER=$(REDIS_CLUSTER) )
-up: $(STAMP) ## start the local stack (Kafka, Redis, Flink, Triton); idempotent
-	$(STACK_SHAPE)$(PY) -m jobs.localstack up
+# The worker's read replica of Redis (STREAMREC_REDIS_REPLICA_PORT, 0 = none), which the
+# stack has beside one plain Redis only (not with REDIS_CLUSTER or the secured mode).
+REPLICA = $(if $(REDIS_CLUSTER)$(STREAMREC_REDIS_CLUSTER)$(STREAMREC_STACK_SECURE),,STREAMREC_REDIS_REPLICA_PORT=$${STREAMREC_REDIS_REPLICA_PORT:-6380} )
+up: $(STAMP) ## start the local stack (Kafka, Redis and its read replica, Flink, Triton); idempotent
+	$(STACK_SHAPE)$(REPLICA)$(PY) -m jobs.localstack up
 
 down: $(STAMP) ## stop the local stack, leaving no process behind
 	$(PY) -m jobs.localstack down
@@ -88,7 +91,7 @@ schemas: $(STAMP) ## regenerate schemas/json from the Python record types
 	$(PY) -m schemas.export
 
 demo: $(STAMP) ## the whole loop on real data: features, ranker on Triton, worker, drift verdict
-	$(PY) -m jobs.demo
+	$(REPLICA)$(PY) -m jobs.demo
 
 # DATASET=movielens (or FILE=a MovieLens-format folder); EVAL_ARGS for more flags.
 eval-online: $(STAMP) ## replay a real period through the loop; hit@10 per variant (stream, batch, ...)

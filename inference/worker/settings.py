@@ -51,6 +51,17 @@ class WorkerSettings(Settings):
     )
     # Shared names without the WORKER_ part: every process reads the same variable.
     redis_url: str = redis_url_setting()
+    # Feature reads (users, trends, co-visits, stock) from a replica of the online store.
+    # The primary fsyncs its AOF before it answers anything (appendfsync always), once per
+    # pass of its one thread that wrote, and the feature writer keeps it writing: a read
+    # there queues behind those fsyncs. A replica applies the same writes without them.
+    redis_read_url: str = setting(
+        "",
+        env="STREAMREC_WORKER_REDIS_READ_URL",
+        help="Redis the worker reads features from, such as a replica",
+        secret=True,
+        shown="the online store",
+    )
     # The Feast project of feature_store.yaml; online keys are namespaced by it.
     project: str = setting(PROJECT, env="STREAMREC_WORKER_PROJECT", help="Feast project")
     triton_url: str = setting(

@@ -88,17 +88,15 @@ def build_scorer(settings: WorkerSettings) -> Scorer:
     )
 
 
-def redis_client(settings: WorkerSettings) -> OnlineClient:
-    """A client whose every call fails within ``redis_timeout_ms``.
+def redis_client(settings: WorkerSettings, url: str) -> OnlineClient:
+    """A client of ``url`` whose every call fails within ``redis_timeout_ms``.
 
     No retries, stated rather than inherited: redis-py 6 retries three times with a
     backoff of up to seconds by default, which would hold a batch far past its budget
     while Redis is down or stopped. The breaker, not the client, decides when to retry.
     """
     timeout = settings.redis_timeout_ms / 1000
-    return connect(
-        settings.redis_url, fail_fast=True, socket_timeout=timeout, socket_connect_timeout=timeout
-    )
+    return connect(url, fail_fast=True, socket_timeout=timeout, socket_connect_timeout=timeout)
 
 
 class Worker:
@@ -110,7 +108,7 @@ class Worker:
         self.stats = Stats()
         self._unreadable: collections.Counter[str] = collections.Counter()
         reader = FeatureReader(
-            redis_client(settings),
+            redis_client(settings, settings.redis_read_url or settings.redis_url),
             settings.project,
             inventory_key(settings.project),
             on_unreadable=self._unreadable_row,
@@ -154,7 +152,8 @@ class Worker:
         # A version split needs Triton; the in-process scorers have one version only.
         if not self.settings.routing_poll_ms or self.settings.scorer != "triton":
             return None
-        client = redis_client(self.settings)
+        # The split is read from the primary: a replica's copy may lag a rollout's step.
+        client = redis_client(self.settings, self.settings.redis_url)
         key = routing_key(self.settings.project, self.settings.triton_model)
 
         def read() -> bytes | None:

@@ -197,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                 "STREAMREC_TRITON_URL": services.triton_url,
                 "STREAMREC_TRITON_MODEL": SERVED_MODEL,
                 "STREAMREC_MODEL_DIR": str(model_dir),
+                "STREAMREC_WORKER_REDIS_READ_URL": services.redis_read_url,
             },
         )
         parts = pipeline_parts(

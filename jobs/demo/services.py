@@ -20,6 +20,7 @@ from inference.serving.control import TritonControl, rollout
 from jobs.demo.loop import RunTopics, part_group
 from jobs.localstack.kafka_acls import AclNames, acl_bindings, apply_acls
 from jobs.localstack.redis_acl import grant_project
+from jobs.localstack.redis_server import RedisReplicaService
 from jobs.localstack.roles import role_env
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
@@ -47,6 +48,9 @@ class Services:
     roles: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # Kafka is the local stack's broker (not configured endpoints): the demo may warm it.
     local_kafka: bool = False
+    # The local stack's read replica of Redis, which the worker reads features from;
+    # empty: the worker reads the store itself.
+    redis_read_url: str = ""
 
     def env_of(self, role: str) -> dict[str, str]:
         """The variables ``role`` runs with over the shared ones ({} when not secured)."""
@@ -143,8 +147,15 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
             kafka, redis_url = KafkaSettings.from_env(admin), admin["STREAMREC_REDIS_URL"]
             yield Services(kafka, redis_url, triton_url, roles, local_kafka=True)
         else:
-            yield Services(kafka, redis_url, triton_url, local_kafka="kafka" in wanted)
+            replica = "redis" in wanted and _healthy(stack, RedisReplicaService.name)
+            read_url = settings.redis_replica_url if replica else ""
+            yield Services(kafka, redis_url, triton_url, local_kafka="kafka" in wanted,
+                           redis_read_url=read_url)  # fmt: skip
     finally:
         if started and not keep_stack:
             print(f"stopping {', '.join(started)}", file=sys.stderr)
             stack.down(started)
+
+
+def _healthy(stack: Stack, name: str) -> bool:
+    return any(status.name == name and status.healthy for status in stack.status(["redis"]))

@@ -111,6 +111,30 @@ def render_redis_conf(
     return "\n".join(lines) + "\n"
 
 
+def render_replica_conf(settings: StackSettings, data_dir: Path) -> str:
+    """Config for the read replica of the one Redis (``STREAMREC_REDIS_REPLICA_PORT``)."""
+    lines = [
+        "# Written by jobs.localstack on every start; edits are overwritten.",
+        f"port {settings.redis_replica_port}",
+        f"bind {HOST}",
+        f'dir "{data_dir}"',
+        f"replicaof {HOST} {settings.redis_port}",
+        # Reads only, and no files: its data is the primary's, which a restart copies again.
+        "replica-read-only yes",
+        'save ""',
+        "appendonly no",
+        # While its link to the primary is down (a primary restart, the first copy) it
+        # refuses reads rather than answer with rows of unknown age: the worker then
+        # answers from what it has, flagged, as it does when the primary is down.
+        "replica-serve-stale-data no",
+        f"maxmemory {REDIS_MAXMEMORY}",
+        "daemonize no",
+        'logfile ""',
+        "set-proc-title no",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 class RedisService(Service):
     name = "redis"
 
@@ -126,9 +150,11 @@ class RedisService(Service):
 
     @classmethod
     def instances(cls, settings: StackSettings) -> list[Service]:
-        """One Redis, or the cluster's six nodes; `redis` names them all (stack.select)."""
+        """One Redis (and its read replica when one is set), or the cluster's six nodes;
+        `redis` names them all (stack.select)."""
         if not settings.redis_cluster:
-            return [cls(settings)]
+            replica = [RedisReplicaService(settings)] if settings.redis_replica_port else []
+            return [cls(settings), *replica]
         return [cls(settings, node) for node in range(1, REDIS_CLUSTER_NODES + 1)]
 
     @property
@@ -193,6 +219,55 @@ class RedisService(Service):
         # The last node joins them all; the earlier ones are up by then (start order).
         if self.node == REDIS_CLUSTER_NODES:
             form_cluster(self.settings.redis_node_ports(), REDIS_CLUSTER_MASTERS)
+
+
+class RedisReplicaService(Service):
+    """The read replica of the one Redis; started after it, stopped before it."""
+
+    name = "redis-replica"
+
+    def __init__(self, settings: StackSettings) -> None:
+        super().__init__(settings)
+        self.conf = self.dir / "redis.conf"
+        self._binary: str | None = None
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.dir / "redis.log"
+
+    def ports(self) -> tuple[int, ...]:
+        return (self.settings.redis_replica_port,)
+
+    def endpoint(self) -> str:
+        return self.settings.redis_replica_url
+
+    def exports(self) -> dict[str, str]:
+        return {"STREAMREC_WORKER_REDIS_READ_URL": self.settings.redis_replica_url}
+
+    def ensure_installed(self) -> None:
+        self._binary = binaries.ensure_redis_server()
+
+    def prepare(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.conf.write_text(render_replica_conf(self.settings, self.dir))
+
+    def command(self) -> list[str]:
+        binary = self._binary or binaries.ensure_redis_server()
+        return [binary, str(self.conf)]
+
+    def is_healthy(self) -> bool:
+        """Up once it holds the primary's data: before its first copy it refuses reads."""
+        client = redis.Redis(
+            host=HOST, port=self.settings.redis_replica_port, socket_timeout=1,
+            socket_connect_timeout=1,
+        )  # fmt: skip
+        try:
+            replication: dict[str, object] = client.info("replication")  # type: ignore[assignment]
+            return replication.get("master_link_status") == "up"
+        except redis.RedisError:
+            return False
+        finally:
+            client.close()
 
 
 def redis_url_for(settings: StackSettings, user: str) -> str:

@@ -102,6 +102,14 @@ class StackSettings(Settings):
     flink_taskmanagers: int = setting(
         1, env="STREAMREC_FLINK_TASKMANAGERS", help="Flink TaskManagers to start (one slot each)"
     )
+    # A replica of the one Redis that takes no writes and keeps no files, for the worker's
+    # feature reads (STREAMREC_WORKER_REDIS_READ_URL): the primary fsyncs every write pass
+    # before it answers anything, and a read queued behind those fsyncs waits for the disk.
+    redis_replica_port: int = setting(
+        0,
+        env="STREAMREC_REDIS_REPLICA_PORT",
+        help="port of a read replica of Redis for the worker (0 = none)",
+    )
     # A Redis Cluster (three masters, three replicas) instead of one Redis; node n
     # listens on the Redis port plus n - 1 (its cluster bus on that plus 10000).
     redis_cluster: bool = setting(
@@ -132,7 +140,10 @@ class StackSettings(Settings):
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
-            if name.endswith("_port") and not 0 < (port := getattr(self, name)) < 65536:
+            port = getattr(self, name)
+            if name == "redis_replica_port" and port == 0:
+                continue  # none
+            if name.endswith("_port") and not 0 < port < 65536:
                 raise StackError(f"{self.variable(name)}={port} is outside 1..65535")
         if not 0.1 <= self.prometheus_scrape_interval_s <= 60:
             raise StackError(f"{self.variable('prometheus_scrape_interval_s')} must be 0.1..60")
@@ -147,6 +158,12 @@ class StackSettings(Settings):
             raise StackError(
                 f"{self.variable('redis_cluster')} is not available in the secured mode "
                 "yet: its nodes' TLS bus and replication users are not set up"
+            )
+        if self.redis_replica_port and (self.redis_cluster or self.secure):
+            raise StackError(
+                f"{self.variable('redis_replica_port')} is available with one plain Redis "
+                "only: the secured mode's replication user and the cluster's own replicas "
+                "are not set up for it yet"
             )
         if not 1 <= self.flink_taskmanagers <= MAX_TASKMANAGERS:
             raise StackError(f"{self.variable('flink_taskmanagers')} must be 1..{MAX_TASKMANAGERS}")
@@ -202,6 +219,11 @@ class StackSettings(Settings):
             ports = self.redis_node_ports()[:REDIS_CLUSTER_MASTERS]
             return "redis+cluster://" + ",".join(f"{HOST}:{port}" for port in ports)
         return f"redis://{HOST}:{self.redis_port}/0"
+
+    @property
+    def redis_replica_url(self) -> str:
+        """The read replica's URL; empty without one."""
+        return f"redis://{HOST}:{self.redis_replica_port}/0" if self.redis_replica_port else ""
 
     @property
     def flink_rest_url(self) -> str:

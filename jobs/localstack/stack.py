@@ -56,10 +56,11 @@ def select(
         return [name for name in known if name not in optional]
     # Only aliases whose members this registry has (tests use registries of their own).
     aliases = {alias: m for alias, m in ALIASES.items() if set(m) <= set(known)}
-    for kind in ("kafka", "redis"):  # several brokers (cluster nodes) start and stop together
+    # Several brokers (cluster nodes, Redis and its replica) start and stop together.
+    for kind in ("kafka", "redis"):
         members = tuple(name for name in known if name.startswith(f"{kind}-"))
-        if members and kind not in known:
-            aliases[kind] = members
+        if members:
+            aliases[kind] = (kind, *members) if kind in known else members
     if "flink" in aliases:
         managers = tuple(name for name in known if name.startswith("flink-taskmanager-"))
         aliases["flink"] = (*aliases["flink"], *managers)

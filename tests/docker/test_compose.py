@@ -17,13 +17,13 @@ import jsonschema
 import pytest
 import yaml
 
-from jobs.localstack.redis_server import render_redis_conf
+from jobs.localstack.redis_server import render_redis_conf, render_replica_conf
 from jobs.localstack.settings import StackSettings
 from tests.docker.manifests import DOCKER, REPO, code_env_names, code_ports, compose
 
 SCHEMA = Path(__file__).parent / "schemas" / "compose-spec.json"
 EXPECTED_SERVICES = {
-    "kafka", "redis", "flink-jobmanager", "flink-taskmanager", "feature-job",
+    "kafka", "redis", "redis-replica", "flink-jobmanager", "flink-taskmanager", "feature-job",
     "feature-writer", "triton", "worker", "drift", "prometheus", "grafana", "alertmanager",
     "canary", "outcome",
 }  # fmt: skip
@@ -157,6 +157,35 @@ def test_redis_asks_for_the_password_its_clients_send(services: dict[str, Any]) 
     for name in clients:
         url = services[name]["environment"]["STREAMREC_REDIS_URL"]
         assert url == f"redis://:{password}@redis:{code_ports()['redis']}/0", name
+
+
+def test_the_worker_reads_features_from_a_replica_as_the_local_stack_has_it(
+    services: dict[str, Any], tmp_path: Path
+) -> None:
+    command = services["redis-replica"]["command"]
+
+    def flag(name: str, values: int = 1) -> str:
+        at = command.index(f"--{name}") + 1
+        return " ".join(command[at : at + values])
+
+    password = flag("requirepass")
+    assert flag("masterauth") == password == services["redis"]["command"][-1]
+    port = code_ports()["redis"]
+    assert flag("replicaof", 2) == f"redis {port}"
+    settings = StackSettings(
+        home=tmp_path / "home", cache_dir=tmp_path / "cache", redis_replica_port=port + 1
+    )
+    local = dict(
+        line.split(" ", 1)
+        for line in render_replica_conf(settings, tmp_path).splitlines()
+        if line and not line.startswith("#")
+    )
+    for name in ("save", "appendonly", "replica-read-only", "replica-serve-stale-data"):
+        assert flag(name) == local[name].strip('"'), name
+    worker = services["worker"]
+    url = worker["environment"]["STREAMREC_WORKER_REDIS_READ_URL"]
+    assert url == f"redis://:{password}@redis-replica:{port}/0"
+    assert worker["depends_on"]["redis-replica"] == {"condition": "service_healthy"}
 
 
 def test_grafana_has_an_admin_from_the_environment_and_no_anonymous_access(

@@ -189,6 +189,7 @@ FLINK_ROLES = ("jobManager", "taskManager")
 # Variables whose values are credentials: only ever from a Secret, by reference.
 SECRET_VARIABLES = {
     "STREAMREC_REDIS_URL",
+    "STREAMREC_WORKER_REDIS_READ_URL",
     "STREAMREC_KAFKA_CONFIG",
     "STREAMREC_KAFKA_JAVA_CONFIG",
     "STREAMREC_TRITON_CONTROL_KEY",
@@ -490,6 +491,8 @@ def test_secrets_come_by_secret_key_ref() -> None:
 
     for deployment in ("worker", "feature-writer"):
         assert secret(deployment, "STREAMREC_REDIS_URL") == ("streamrec-redis", "url")
+    read_url = env_of("worker")["STREAMREC_WORKER_REDIS_READ_URL"]["valueFrom"]["secretKeyRef"]
+    assert read_url == {"name": "streamrec-redis", "key": "read-url", "optional": True}
     for deployment in ("worker", "drift", "outcome", "feature-writer", "feature-job/jobManager"):
         assert secret(deployment, "STREAMREC_KAFKA_CONFIG") == ("streamrec-kafka", "config")
     assert secret("feature-job/jobManager", "STREAMREC_KAFKA_JAVA_CONFIG") == (

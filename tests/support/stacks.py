@@ -67,8 +67,14 @@ def own_stack_settings(
     ``avoid_ports``, then ``overrides``.
 
     With ``redis_cluster=True`` the Redis port starts a run of six free ports (and
-    their cluster bus ports)."""
-    names = [f.name for f in fields(StackSettings) if f.name.endswith("_port")]
+    their cluster bus ports). The Redis read replica is started only with
+    ``redis_replica_port`` among the overrides."""
+    # The read replica stays off (port 0) unless asked for: it is not there in every mode.
+    names = [
+        f.name
+        for f in fields(StackSettings)
+        if f.name.endswith("_port") and f.name != "redis_replica_port"
+    ]
     ports = distinct_free_ports(len(names), avoid_ports)
     chosen: dict[str, Any] = dict(zip(names, ports, strict=True))
     if overrides.get("redis_cluster"):

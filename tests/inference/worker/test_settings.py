@@ -46,3 +46,16 @@ def test_flags_override_the_environment() -> None:
 def test_bad_settings_are_refused(env: dict[str, str]) -> None:
     with pytest.raises(SettingsError):
         WorkerSettings.from_env(env)
+
+
+def test_feature_reads_go_to_the_store_unless_a_read_url_is_set() -> None:
+    assert WorkerSettings.from_env({}).redis_read_url == ""
+    settings = WorkerSettings.from_env(
+        {
+            "STREAMREC_REDIS_URL": "redis://primary:6379/0",
+            "STREAMREC_WORKER_REDIS_READ_URL": "redis://reader:s3cret@replica:6380/0",
+        }
+    )
+    assert settings.redis_read_url == "redis://reader:s3cret@replica:6380/0"
+    line = settings.describe()
+    assert "redis_read_url=redis://reader:***@replica:6380/0" in line and "s3cret" not in line

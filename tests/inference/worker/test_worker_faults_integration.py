@@ -23,7 +23,7 @@ from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce
 from tests.inference.worker.world import World, changelog, requests_for, write_features
-from tests.support.stacks import own_stack_settings
+from tests.support.stacks import free_port, own_stack_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 # Small candidate lists and a generous budget: these tests are about delivery, not speed.
@@ -191,6 +191,70 @@ def test_redis_stopped_mid_run_gives_flagged_answers_within_its_timeout(
             # A few probes of 200 ms each at most; redis-py 6's default retries alone
             # would take seconds per call.
             assert max(r.produced_at for r in stopped) - started < 5000
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        resumed_by = time.monotonic() + 10
+        recovered: list[Recommendation] = []
+        while time.monotonic() < resumed_by and not recovered:
+            recovered = [r for r in ask(f"after{time.monotonic_ns()}", 5) if not r.degraded]
+        assert recovered, "answers did not return to normal within 10 s of SIGCONT"
+    finally:
+        reader.close()
+
+
+@pytest.fixture
+def replicated_redis(
+    world: World, world_project: str, tmp_path: Path
+) -> Iterator[tuple[Stack, StackSettings]]:
+    """A Redis of this test's own and its read replica, holding the world's features."""
+    local, settings = own_stack(tmp_path, redis_replica_port=free_port())
+    local.up(["redis"])
+    client = connect(settings.redis_url)
+    try:
+        assert write_features(client, world_project, changelog(world.events)) > 0
+        yield local, settings
+    finally:
+        client.close()
+        local.down(["redis"])
+
+
+def test_a_worker_reading_a_stopped_replica_flags_its_answers_then_recovers(
+    kafka: KafkaSettings,
+    triton: TritonServer,
+    world: World,
+    start_worker: StartWorker,
+    replicated_redis: tuple[Stack, StackSettings],
+) -> None:
+    """Feature reads go to the replica and only there: stopped, it fails them while the
+    primary is up, each within the worker's Redis timeout."""
+    local, settings = replicated_redis
+    topics = WorkerTopics.create(kafka)
+    start_worker(
+        topics, redis_url=settings.redis_url, redis_read_url=settings.redis_replica_url,
+        triton=(triton.grpc_url, triton.model), max_candidates="30",
+        triton_timeout_ms="20000", redis_timeout_ms="200", retry_after_ms="500",
+    )  # fmt: skip
+    reader = OutputReader(kafka, topics.output)
+    pid = read_pidfile(local.services["redis-replica"].pidfile)
+    assert pid is not None
+
+    def ask(prefix: str, n: int = 20) -> list[Recommendation]:
+        return ask_and_wait(kafka, topics, reader, many_requests(world, n, prefix), prefix)
+
+    try:
+        before = ask("before")
+        assert not any(r.degraded for r in before)
+        # The users' rows were read (from the replica: the worker reads nothing else).
+        assert all(r.features_at is not None for r in before)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = wall_clock_ms()
+            stopped = ask("stopped")
+            assert len(stopped) == 20
+            for rec in stopped:
+                assert rec.degraded and rec.degraded_reasons == ["redis_unavailable"]
+            assert max(r.produced_at for r in stopped) - started < 5000
+            assert connect(settings.redis_url).ping()  # the primary was fine all along
         finally:
             os.kill(pid, signal.SIGCONT)
         resumed_by = time.monotonic() + 10
