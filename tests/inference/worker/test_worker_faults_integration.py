@@ -143,71 +143,14 @@ def own_stack(tmp_path: Path, **overrides: Any) -> tuple[Stack, StackSettings]:
     return Stack(settings), settings
 
 
-@pytest.fixture
-def own_redis(world: World, world_project: str, tmp_path: Path) -> Iterator[tuple[Stack, str]]:
-    """A Redis of this test's own (it gets stopped), holding the world's features."""
-    local, settings = own_stack(tmp_path)
-    local.up(["redis"])
-    client = connect(settings.redis_url)
-    try:
-        assert write_features(client, world_project, changelog(world.events)) > 0
-        yield local, settings.redis_url
-    finally:
-        client.close()
-        local.down(["redis"])
-
-
-def test_redis_stopped_mid_run_gives_flagged_answers_within_its_timeout(
-    kafka: KafkaSettings,
-    triton: TritonServer,
-    world: World,
-    start_worker: StartWorker,
-    own_redis: tuple[Stack, str],
-) -> None:
-    """A stopped Redis accepts connections and never answers: each call must end at the
-    worker's timeout, not after a client's retries and backoff."""
-    local, url = own_redis
-    topics = WorkerTopics.create(kafka)
-    start_worker(
-        topics, redis_url=url, triton=(triton.grpc_url, triton.model), max_candidates="30",
-        triton_timeout_ms="20000", redis_timeout_ms="200", retry_after_ms="500",
-    )  # fmt: skip
-    reader = OutputReader(kafka, topics.output)
-    pid = read_pidfile(local.services["redis"].pidfile)
-    assert pid is not None
-
-    def ask(prefix: str, n: int = 20) -> list[Recommendation]:
-        return ask_and_wait(kafka, topics, reader, many_requests(world, n, prefix), prefix)
-
-    try:
-        assert not any(r.degraded for r in ask("before"))
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            started = wall_clock_ms()
-            stopped = ask("stopped")
-            assert len(stopped) == 20
-            for rec in stopped:
-                assert rec.degraded and rec.degraded_reasons == ["redis_unavailable"]
-            # A few probes of 200 ms each at most; redis-py 6's default retries alone
-            # would take seconds per call.
-            assert max(r.produced_at for r in stopped) - started < 5000
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        resumed_by = time.monotonic() + 10
-        recovered: list[Recommendation] = []
-        while time.monotonic() < resumed_by and not recovered:
-            recovered = [r for r in ask(f"after{time.monotonic_ns()}", 5) if not r.degraded]
-        assert recovered, "answers did not return to normal within 10 s of SIGCONT"
-    finally:
-        reader.close()
-
-
-@pytest.fixture
-def replicated_redis(
-    world: World, world_project: str, tmp_path: Path
+@pytest.fixture(params=["primary", "replica"])
+def own_redis(
+    request: pytest.FixtureRequest, world: World, world_project: str, tmp_path: Path
 ) -> Iterator[tuple[Stack, StackSettings]]:
-    """A Redis of this test's own and its read replica, holding the world's features."""
-    local, settings = own_stack(tmp_path, redis_replica_port=free_port())
+    """A Redis of this test's own (it gets stopped), holding the world's features; with
+    a read replica, which the worker then reads from, for ``replica``."""
+    replica = {"redis_replica_port": free_port()} if request.param == "replica" else {}
+    local, settings = own_stack(tmp_path, **replica)
     local.up(["redis"])
     client = connect(settings.redis_url)
     try:
@@ -218,25 +161,29 @@ def replicated_redis(
         local.down(["redis"])
 
 
-def test_a_worker_reading_a_stopped_replica_flags_its_answers_then_recovers(
+def test_redis_stopped_mid_run_gives_flagged_answers_within_its_timeout(
     kafka: KafkaSettings,
     triton: TritonServer,
     world: World,
     start_worker: StartWorker,
-    replicated_redis: tuple[Stack, StackSettings],
+    own_redis: tuple[Stack, StackSettings],
 ) -> None:
-    """Feature reads go to the replica and only there: stopped, it fails them while the
-    primary is up, each within the worker's Redis timeout."""
-    local, settings = replicated_redis
+    """A stopped Redis accepts connections and never answers: each call must end at the
+    worker's timeout, not after a client's retries and backoff. With a read replica the
+    feature reads go there and only there: the replica stopped fails them while the
+    primary is up."""
+    local, settings = own_redis
+    replica = settings.redis_replica_port != 0
     topics = WorkerTopics.create(kafka)
     start_worker(
-        topics, redis_url=settings.redis_url, redis_read_url=settings.redis_replica_url,
-        triton=(triton.grpc_url, triton.model), max_candidates="30",
-        triton_timeout_ms="20000", redis_timeout_ms="200", retry_after_ms="500",
+        topics, redis_url=settings.redis_url, triton=(triton.grpc_url, triton.model),
+        max_candidates="30", triton_timeout_ms="20000", redis_timeout_ms="200",
+        retry_after_ms="500", **({"redis_read_url": settings.redis_replica_url} if replica else {}),
     )  # fmt: skip
     reader = OutputReader(kafka, topics.output)
-    pid = read_pidfile(local.services["redis-replica"].pidfile)
+    pid = read_pidfile(local.services["redis-replica" if replica else "redis"].pidfile)
     assert pid is not None
+    primary = connect(settings.redis_url)
 
     def ask(prefix: str, n: int = 20) -> list[Recommendation]:
         return ask_and_wait(kafka, topics, reader, many_requests(world, n, prefix), prefix)
@@ -244,8 +191,7 @@ def test_a_worker_reading_a_stopped_replica_flags_its_answers_then_recovers(
     try:
         before = ask("before")
         assert not any(r.degraded for r in before)
-        # The users' rows were read (from the replica: the worker reads nothing else).
-        assert all(r.features_at is not None for r in before)
+        assert all(r.features_at is not None for r in before)  # the users' rows were read
         os.kill(pid, signal.SIGSTOP)
         try:
             started = wall_clock_ms()
@@ -253,8 +199,10 @@ def test_a_worker_reading_a_stopped_replica_flags_its_answers_then_recovers(
             assert len(stopped) == 20
             for rec in stopped:
                 assert rec.degraded and rec.degraded_reasons == ["redis_unavailable"]
+            # A few probes of 200 ms each at most; redis-py 6's default retries alone
+            # would take seconds per call.
             assert max(r.produced_at for r in stopped) - started < 5000
-            assert connect(settings.redis_url).ping()  # the primary was fine all along
+            assert not replica or primary.ping()  # only the replica's reads failed
         finally:
             os.kill(pid, signal.SIGCONT)
         resumed_by = time.monotonic() + 10
@@ -263,6 +211,7 @@ def test_a_worker_reading_a_stopped_replica_flags_its_answers_then_recovers(
             recovered = [r for r in ask(f"after{time.monotonic_ns()}", 5) if not r.degraded]
         assert recovered, "answers did not return to normal within 10 s of SIGCONT"
     finally:
+        primary.close()
         reader.close()
 
 
