@@ -35,7 +35,7 @@ down: $(STAMP) ## stop the local stack, leaving no process behind
 	$(PY) -m jobs.localstack down
 
 status: $(STAMP) ## show what the local stack runs, whether it is healthy, and every metrics port
-	$(STACK_SHAPE)$(PY) -m jobs.localstack status
+	$(STACK_SHAPE)$(REPLICA)$(PY) -m jobs.localstack status
 
 observe: $(STAMP) ## start Prometheus beside the running stack (loopback :9090) and print where to look
 	$(PY) -m jobs.localstack observe $(if $(PANELS),--panels $(PANELS))
