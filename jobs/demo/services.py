@@ -158,4 +158,4 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
 
 
 def _healthy(stack: Stack, name: str) -> bool:
-    return any(status.name == name and status.healthy for status in stack.status(["redis"]))
+    return any(status.healthy for status in stack.status([name]))

@@ -221,22 +221,15 @@ class RedisService(Service):
             form_cluster(self.settings.redis_node_ports(), REDIS_CLUSTER_MASTERS)
 
 
-class RedisReplicaService(Service):
-    """The read replica of the one Redis; started after it, stopped before it."""
+class RedisReplicaService(RedisService):
+    """The read replica of the one Redis; started after it, stopped before it. Installed,
+    run and logged as the primary is, from a config of its own."""
 
     name = "redis-replica"
 
     def __init__(self, settings: StackSettings) -> None:
         super().__init__(settings)
-        self.conf = self.dir / "redis.conf"
-        self._binary: str | None = None
-
-    @property
-    def stdout_path(self) -> Path:
-        return self.dir / "redis.log"
-
-    def ports(self) -> tuple[int, ...]:
-        return (self.settings.redis_replica_port,)
+        self.port = settings.redis_replica_port
 
     def endpoint(self) -> str:
         return self.settings.redis_replica_url
@@ -244,23 +237,13 @@ class RedisReplicaService(Service):
     def exports(self) -> dict[str, str]:
         return {"STREAMREC_WORKER_REDIS_READ_URL": self.settings.redis_replica_url}
 
-    def ensure_installed(self) -> None:
-        self._binary = binaries.ensure_redis_server()
-
     def prepare(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.conf.write_text(render_replica_conf(self.settings, self.dir))
 
-    def command(self) -> list[str]:
-        binary = self._binary or binaries.ensure_redis_server()
-        return [binary, str(self.conf)]
-
     def is_healthy(self) -> bool:
         """Up once it holds the primary's data: before its first copy it refuses reads."""
-        client = redis.Redis(
-            host=HOST, port=self.settings.redis_replica_port, socket_timeout=1,
-            socket_connect_timeout=1,
-        )  # fmt: skip
+        client = redis.Redis(host=HOST, port=self.port, socket_timeout=1, socket_connect_timeout=1)
         try:
             replication: dict[str, object] = client.info("replication")  # type: ignore[assignment]
             return replication.get("master_link_status") == "up"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,22 +11,19 @@ import redis
 
 from jobs.localstack import Stack, process
 from jobs.localstack.process import read_pidfile
+from tests.support.redis_cluster import wait_until
 from tests.support.stacks import free_port, own_stack_settings
 
 pytestmark = pytest.mark.integration
 
 
-def eventually(check: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if check():
-                return
-        except redis.RedisError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout_s} s")
-        time.sleep(0.05)
+def read(client: redis.Redis, key: str) -> bytes | None:
+    """``key``'s value, None while the replica refuses reads (its first copy, a resync)."""
+    try:
+        value: bytes | None = client.get(key)  # type: ignore[assignment]
+        return value
+    except redis.RedisError:
+        return None
 
 
 def test_the_replica_serves_the_primarys_writes_and_never_stale_rows(tmp_path: Path) -> None:
@@ -43,7 +38,7 @@ def test_the_replica_serves_the_primarys_writes_and_never_stale_rows(tmp_path: P
         primary = redis.Redis.from_url(settings.redis_url)
         replica = redis.Redis.from_url(settings.redis_replica_url)
         primary.set("row", "1")
-        eventually(lambda: replica.get("row") == b"1", 2.0)
+        wait_until(lambda: read(replica, "row") == b"1", 2.0, "the write on the replica")
         with pytest.raises(redis.ReadOnlyError):
             replica.set("row", "2")  # every write goes to the primary, which persists it
 
@@ -60,13 +55,13 @@ def test_the_replica_serves_the_primarys_writes_and_never_stale_rows(tmp_path: P
                 return "MASTERDOWN" in str(exc)
             return False
 
-        eventually(refused, 5.0)
+        wait_until(refused, 5.0, "the replica refusing reads")
         # Back from its AOF, the primary is copied again and the replica serves.
         stack.up(["redis"])
         primary = redis.Redis.from_url(settings.redis_url)
         assert primary.get("row") == b"1"
         primary.set("row", "3")
-        eventually(lambda: replica.get("row") == b"3")
+        wait_until(lambda: read(replica, "row") == b"3", 10.0, "the replica serving again")
     finally:
         stack.down(["redis"])
     for service in stack.services.values():
