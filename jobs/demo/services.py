@@ -170,8 +170,8 @@ def yield_primary(statuses: Sequence[ServiceStatus], niceness: int) -> int | Non
     worker's rare traffic-split reads. Unniced, its 0.11 of a core competed with the
     request path for the two cores; niced, the demo's p99 was 46-52 ms against 54-81
     in four alternating pairs (tests/benchmarks/README.md). Only a primary the demo
-    started itself is lowered: it stops with the run, and a stack kept from
-    ``make up`` keeps its priority.
+    started itself is lowered: it stops with the run (with ``--keep-stack`` it runs on
+    niced until ``make down``), and a stack kept from ``make up`` keeps its priority.
     """
     for status in statuses:
         if status.name == RedisService.name and status.pid is not None:
