@@ -149,10 +149,12 @@ def demo_services(model_dir: Path, keep_stack: bool) -> Iterator[Services]:
             kafka, redis_url = KafkaSettings.from_env(admin), admin["STREAMREC_REDIS_URL"]
             yield Services(kafka, redis_url, triton_url, roles, local_kafka=True)
         else:
-            replica = "redis" in wanted and _healthy(stack, RedisReplicaService.name)
+            # "redis" names the primary and its replica: one look at both.
+            redis_pair = stack.status([RedisService.name]) if "redis" in wanted else []
+            replica = any(s.name == RedisReplicaService.name and s.healthy for s in redis_pair)
             read_url = settings.redis_replica_url if replica else ""
             if replica and "redis" in started:
-                yield_primary(stack.status([RedisService.name]), FEATURE_PATH_NICENESS)
+                yield_primary(redis_pair, FEATURE_PATH_NICENESS)
             yield Services(kafka, redis_url, triton_url, local_kafka="kafka" in wanted,
                            redis_read_url=read_url)  # fmt: skip
     finally:
@@ -175,11 +177,9 @@ def yield_primary(statuses: Sequence[ServiceStatus], niceness: int) -> int | Non
     """
     for status in statuses:
         if status.name == RedisService.name and status.pid is not None:
+            # Redis's main thread, which serves every command and its fsync; the session's
+            # autogroup covers its helper threads against the other sessions.
             os.setpriority(os.PRIO_PROCESS, status.pid, niceness)
             lower_session_priority(status.pid, niceness)
             return status.pid
     return None
-
-
-def _healthy(stack: Stack, name: str) -> bool:
-    return any(status.healthy for status in stack.status([name]))
