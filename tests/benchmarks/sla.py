@@ -17,9 +17,10 @@ throughput, median of alternating rounds). Then, per variant:
   rate (unanswered within ``--answer-timeout`` after the last send, or degraded) is
   under ``--max-error-rate``; a rate already certain to fail stops early;
 - the search: ``--start-rate`` times ``--factor`` per rung until a rung fails, then
-  ``--bisect-steps`` bisections between the best pass and the lowest failure. The
-  variants' searches advance in alternation, one held rate each in turn, and every
-  variant gets the same schedule at the same rate.
+  ``--bisect-steps`` bisections between the best pass and the lowest failure; a
+  failing hold is held again ``--rehold`` times (1) and fails the rate only if every
+  hold fails. The variants' searches advance in alternation, one held rate each in
+  turn, and every variant gets the same schedule at the same rate.
 
 At each variant's SLA rate: latency CDFs (``reports/bench-sla.png``) and, for the
 worker, the mean per stage from its Prometheus histograms scraped before and after.
@@ -166,7 +167,12 @@ def search_all(
 ) -> dict[str, tuple[RateSearch, list[Trial]]]:  # fmt: skip
     """Every variant's search, advanced in alternation: one held rate per variant in turn."""
     state: dict[str, tuple[RateSearch, list[Trial]]] = {
-        v.name: (RateSearch(args.start_rate, args.factor, args.max_rungs, args.bisect_steps), [])
+        v.name: (
+            RateSearch(
+                args.start_rate, args.factor, args.max_rungs, args.bisect_steps, args.rehold
+            ),
+            [],
+        )
         for v in running
     }
     while True:
@@ -175,10 +181,15 @@ def search_all(
             return state
         for v, rate in todo:
             search, trials = state[v.name]
-            trial = held_rate(kafka, v, users, rate, args, sla)
+            # A rate held again gets request ids of its own: the first hold's late
+            # answers must not count for it.
+            holds = sum(t.rate == rate for t in trials)
+            trial = held_rate(kafka, v, users, rate, args, sla, f"-{holds}" if holds else "")
+            reheld = len(search.reheld)
             search.record(rate, trial.verdict.passed)
             trials.append(trial)
-            print(hold_line(v.name, trial), flush=True)
+            again = len(search.reheld) > reheld
+            print(hold_line(v.name, trial) + (", held again" if again else ""), flush=True)
 
 
 def run(args: argparse.Namespace, tmp: Path) -> list[Capacity]:
@@ -228,6 +239,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--factor", type=float, default=2, help="ladder step: each rung is this times the last")
     add("--max-rungs", type=int, default=8, help="most ladder rungs")
     add("--bisect-steps", type=int, default=3, help="bisections after the first failing rung")
+    add("--rehold", type=int, default=1,
+        help="hold a failing rate this often again; it fails if every hold does")  # fmt: skip
     add("--warmup", type=float, default=2, help="first seconds of each held rate, not judged")
     add("--answer-timeout", type=float, default=10, help="after the last send; later = error")
     add("--drain-timeout", type=float, default=60, help="wait for a backlog to clear (s)")

@@ -127,18 +127,28 @@ class RateSearch:
 
     If the first rung fails, the bisection runs between 0 and it. Rates are only
     proposed by :meth:`next_rate`; :meth:`record` takes each one's verdict.
+
+    A failing hold is held again, up to ``rehold`` more times, and the rate fails only
+    if every one of them fails: on a shared box one stall decides a short hold (two
+    late answers in a hundred fail a p99), and a search that takes it for the limit
+    ends rungs below it. Every variant's search gets the same second chances.
     """
 
     start: float
     factor: float = 2.0
     max_rungs: int = 8
     bisect_steps: int = 3
-    trials: list[tuple[float, bool]] = field(default_factory=list)
+    rehold: int = 0
+    trials: list[tuple[float, bool]] = field(default_factory=list)  # verdicts, one a rate
+    reheld: list[float] = field(default_factory=list)  # failed holds that were held again
     passing: float = 0.0  # the highest rate that passed below any failure; 0: none
     failing: float | None = None  # the lowest rate that failed
     _rungs: int = field(default=0, repr=False)  # ladder rungs run, once one failed
+    _again: tuple[float, int] | None = field(default=None, repr=False)  # rate, holds left
 
     def next_rate(self) -> float | None:
+        if self._again is not None:
+            return self._again[0]
         if self.failing is None:
             rung = len(self.trials)
             return self.start * self.factor**rung if rung < self.max_rungs else None
@@ -148,6 +158,14 @@ class RateSearch:
         return (self.passing + self.failing) / 2
 
     def record(self, rate: float, passed: bool) -> None:
+        if not passed:
+            again = self._again
+            left = again[1] if again is not None and again[0] == rate else self.rehold
+            if left > 0:
+                self._again = (rate, left - 1)
+                self.reheld.append(rate)
+                return
+        self._again = None
         if not passed and self.failing is None:
             self._rungs = len(self.trials) + 1  # the ladder ends at its first failure
         self.trials.append((rate, passed))

@@ -131,6 +131,26 @@ def test_nothing_passing_is_zero_and_the_ladder_is_bounded() -> None:
     assert (search.passing, search.bounded) == (40, False)  # a lower bound only
 
 
+def test_a_failing_hold_is_held_again_and_fails_only_if_every_hold_does() -> None:
+    search = RateSearch(start=10, factor=2, max_rungs=8, bisect_steps=1, rehold=1)
+    verdicts = iter([True, False, True, False, False, True])
+    held = []
+    while (rate := search.next_rate()) is not None:
+        held.append(rate)
+        search.record(rate, next(verdicts))
+    # 10 passes; 20 fails, passes when held again; 40 fails twice; one bisection: 30.
+    assert held == [10, 20, 20, 40, 40, 30]
+    assert search.trials == [(10, True), (20, True), (40, False), (30, True)]
+    assert search.reheld == [20, 40]
+    assert (search.passing, search.failing) == (30, 40)
+
+
+def test_no_rehold_by_default() -> None:
+    search = RateSearch(start=10, bisect_steps=0)
+    search.record(10, False)
+    assert (search.next_rate(), search.failing, search.reheld) == (None, 10, [])
+
+
 def test_a_pass_above_a_failure_does_not_count() -> None:
     search = RateSearch(start=10, bisect_steps=1)
     for rate, ok in [(10, True), (20, False)]:
