@@ -185,11 +185,10 @@ def search_all(
             # answers must not count for it.
             holds = sum(t.rate == rate for t in trials)
             trial = held_rate(kafka, v, users, rate, args, sla, f"-{holds}" if holds else "")
-            reheld = len(search.reheld)
             search.record(rate, trial.verdict.passed)
             trials.append(trial)
-            again = len(search.reheld) > reheld
-            print(hold_line(v.name, trial) + (", held again" if again else ""), flush=True)
+            again = ", held again" if search.holding_again else ""
+            print(hold_line(v.name, trial) + again, flush=True)
 
 
 def run(args: argparse.Namespace, tmp: Path) -> list[Capacity]:

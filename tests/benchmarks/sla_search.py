@@ -175,6 +175,11 @@ class RateSearch:
         self.passing = max(below, default=0.0)
 
     @property
+    def holding_again(self) -> bool:
+        """Whether the last hold failed and its rate is proposed once more."""
+        return self._again is not None
+
+    @property
     def bounded(self) -> bool:
         """Whether a failing rate was found (else the best is only a lower bound)."""
         return self.failing is not None
