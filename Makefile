@@ -4,6 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
+# RECORD=1: append the target's RESULT line (with date, commit, cores, load) to
+# docs/results.jsonl (tests/results.py); a run without a verdict is recorded too.
+REC = $(if $(RECORD),$(PY) -m tests.results record --name $@ --)
 
 .PHONY: browser help setup up down status observe test test-unit fuzz faults chaos soak security-check canary-check flake-check lint demo bench-ingest bench-features bench-redis-cluster \
 	features features-cluster feature-writer feast-apply schemas clean \
@@ -71,18 +74,18 @@ faults: $(STAMP) ## the runs too long for make test (marked long): broker restar
 	$(PY) -m pytest -m long
 
 chaos: $(STAMP) ## the fault suite end to end under load (CHAOS_ARGS for flags; --help); ends with RESULT
-	$(PY) -m tests.chaos $(CHAOS_ARGS)
+	$(REC) $(PY) -m tests.chaos $(CHAOS_ARGS)
 
 SECURITY_EVENTS ?= 2000
 security-check: $(STAMP) ## the secured stack end to end, then every way in that must fail (SECURITY.md); ends with RESULT
-	$(PY) -m tests.security --events $(SECURITY_EVENTS)
+	$(REC) $(PY) -m tests.security --events $(SECURITY_EVENTS)
 
 canary-check: $(STAMP) ## a 50/50 split, a good and a bad canary under a request stream, MLflow as registry; ends with RESULT
-	$(PY) -m tests.canary.check $(CANARY_ARGS)
+	$(REC) $(PY) -m tests.canary.check $(CANARY_ARGS)
 
 MINUTES ?= 30
 soak: $(STAMP) ## the whole pipeline MINUTES long with kills, memory sampled every 30 s; ends with RESULT
-	$(PY) -m tests.chaos.soak --minutes $(MINUTES) $(SOAK_ARGS)
+	$(REC) $(PY) -m tests.chaos.soak --minutes $(MINUTES) $(SOAK_ARGS)
 
 test-unit: $(STAMP) ## unit tests only (no services)
 	$(PY) -m pytest -m "not integration"
@@ -91,53 +94,53 @@ schemas: $(STAMP) ## regenerate schemas/json from the Python record types
 	$(PY) -m schemas.export
 
 demo: $(STAMP) ## the whole loop on real data: features, ranker on Triton, worker, drift verdict
-	$(REPLICA)$(PY) -m jobs.demo
+	$(REPLICA)$(REC) $(PY) -m jobs.demo
 
 # DATASET=movielens (or FILE=a MovieLens-format folder); EVAL_ARGS for more flags.
 eval-online: $(STAMP) ## replay a real period through the loop; hit@10 per variant (stream, batch, ...)
-	$(PY) -m jobs.evaluate --dataset $${DATASET:-taobao-9days} $${FILE:+--file $$FILE} $(EVAL_ARGS)
+	$(REC) $(PY) -m jobs.evaluate --dataset $${DATASET:-taobao-9days} $${FILE:+--file $$FILE} $(EVAL_ARGS)
 
 bench-ingest: $(STAMP) ## replay-path produce/consume throughput against raw confluent-kafka
-	$(PY) -m tests.benchmarks.ingest
+	$(REC) $(PY) -m tests.benchmarks.ingest
 
 bench-features: $(STAMP) ## feature-job events/s (SQL vs Python DataStream) and freshness
-	$(PY) -m tests.benchmarks.features
+	$(REC) $(PY) -m tests.benchmarks.features
 
 bench-features-ab: $(STAMP) ## the Java functions of two revisions side by side (REVS="before=HEAD~1 after=.")
-	$(PY) -m tests.benchmarks.features_ab $(REVS)
+	$(REC) $(PY) -m tests.benchmarks.features_ab $(REVS)
 
 profile-features: $(STAMP) ## where the feature job's CPU goes, per operator chain and JVM thread (PROFILE_ARGS: --help)
 	$(PY) -m tests.benchmarks.profile_features $(PROFILE_ARGS)
 
 bench-recall: $(STAMP) ## the embedding route's Faiss index at 100k/1M/4M items: recall@100 vs exact, ms per batch
-	$(PY) -m tests.benchmarks.recall $(RECALL_ARGS)
+	$(REC) $(PY) -m tests.benchmarks.recall $(RECALL_ARGS)
 
 capacity: $(STAMP) ## machines and cost for 1k/10k/100k requests/s from the benchmarks' RESULT lines (CAPACITY_ARGS: --help)
 	$(PY) -m tests.benchmarks.capacity $(CAPACITY_ARGS)
 
 bench-serving: $(STAMP) ## ranker served by Triton (gRPC) vs ONNX Runtime in process
-	$(PY) -m tests.benchmarks.serving
+	$(REC) $(PY) -m tests.benchmarks.serving
 
 worker: $(STAMP) ## run the inference worker (requests -> features, recall, Triton -> recommendations)
 	$(PY) -m inference.worker
 
 bench-cold-calls: $(STAMP) ## one ranker call back to back vs after idle gaps: what a pause costs on this box
-	$(PY) -m tests.benchmarks.cold_calls
+	$(REC) $(PY) -m tests.benchmarks.cold_calls
 
 bench-e2e: $(STAMP) ## request->recommendation latency/throughput: worker vs naive vs in-process ceiling
-	$(PY) -m tests.benchmarks.e2e
+	$(REC) $(PY) -m tests.benchmarks.e2e
 
 bench-redis-cluster: $(STAMP) ## one Redis vs a Redis Cluster side by side: writer rows/s, Redis CPU per row, read p99
-	$(PY) -m tests.benchmarks.redis_cluster $(REDIS_CLUSTER_ARGS)
+	$(REC) $(PY) -m tests.benchmarks.redis_cluster $(REDIS_CLUSTER_ARGS)
 
 bench-scale: $(STAMP) ## worker throughput for 1, 2 and 4 workers in one group on 8 partitions, scaling efficiency
-	$(PY) -m tests.benchmarks.scale $(SCALE_ARGS)
+	$(REC) $(PY) -m tests.benchmarks.scale $(SCALE_ARGS)
 
 bench-sla: $(STAMP) ## highest rate with p99 <= 50 ms and errors < 0.1% (Poisson, open loop), per variant
-	$(PY) -m tests.benchmarks.sla
+	$(REC) $(PY) -m tests.benchmarks.sla
 
 train: $(STAMP) ## train the ranker (Taobao 9 days, last day held out), export ONNX variants, print metrics
-	$(PY) -m jobs.ranker
+	$(REC) $(PY) -m jobs.ranker
 	@# The drift job compares live features with the reference saved beside the model.
 	$(PY) -m jobs.drift reference --out "$${STREAMREC_MODEL_DIR:-.cache/ranker}/drift_reference.parquet"
 
@@ -163,7 +166,7 @@ drift-reference: $(STAMP) ## build the drift reference beside the model (from th
 	$(PY) -m jobs.drift reference --out $${STREAMREC_MODEL_DIR:-.cache/ranker}/drift_reference.parquet
 
 drift-check: $(STAMP) ## drift watch over the stream unchanged, then shifted: alerts only for the shifted features
-	$(PY) -m tests.benchmarks.drift
+	$(REC) $(PY) -m tests.benchmarks.drift
 
 clean: down ## stop the stack and remove its data (downloads stay cached)
 	rm -rf .stack
