@@ -12,6 +12,7 @@ RUN apt-get update \
 WORKDIR /opt/streamrec
 COPY pyproject.toml README.md ./
 COPY schemas ./schemas
+COPY runtime ./runtime
 COPY jobs ./jobs
 COPY inference ./inference
 COPY feature_repo ./feature_repo

@@ -19,6 +19,7 @@ RUN apt-get update \
 WORKDIR /opt/streamrec
 COPY pyproject.toml README.md ./
 COPY schemas ./schemas
+COPY runtime ./runtime
 COPY jobs ./jobs
 COPY inference ./inference
 RUN pip install --no-cache-dir ".[flink]" 'grpcio==1.67.1'

@@ -12,7 +12,7 @@ batch dimension is the user. Ids are dense int32 indexes from a ``Vocabulary``:
 | user_dense    | FP32  | [B, 4]                  | ``user_dense_vector`` of the user window  |
 | cand_items    | INT32 | [B, C]                  | candidates to score                       |
 | cand_cats     | INT32 | [B, C]                  | their categories                          |
-| cand_dense    | FP32  | [B, C, 5]               | ``item_dense_vector`` of each candidate   |
+| cand_dense    | FP32  | [B, C, F]               | ``CANDIDATE_FEATURES`` of each candidate  |
 | scores        | FP32  | [B, C] (output)         | click probability                         |
 """
 
@@ -59,6 +59,31 @@ INPUT_NAMES = (SEQ_ITEMS, SEQ_CATS, USER_DENSE, CAND_ITEMS, CAND_CATS, CAND_DENS
 USER_DENSE_FEATURES = ("pv_count", "cart_count", "fav_count", "buy_count")
 # Counts and conversion of the item's latest window (Feast view item_trends).
 ITEM_DENSE_FEATURES = ("pv", "cart", "fav", "buy", "conversion")
+# What the request's own state says of each candidate (schemas.candidates computes them,
+# for the worker and for training alike). They carry to items and users the model never
+# saw, which ids cannot: most of a live stream's items are new since training.
+CONTEXT_FEATURES = (
+    "fresh_touches",  # log1p of the user's touches of the item in the fresh view
+    "fresh_intent",  # log1p of those that were a cart or a favourite
+    "fresh_recency",  # 1 / (1 + minutes since the last such touch), 0 without one
+    "is_last_click",  # the item of the user's latest event
+    "category_touches",  # log1p of the fresh view's events in the item's category
+    "same_category_as_last",  # the category of the user's latest event
+    "history_rank",  # 1 / (1 + position in the user's history, most recent first)
+    "history_recency",  # 1 / (1 + hours since the user last touched it), 0 never
+    "history_touches",  # log1p of the user's touches in the history
+    "covisit_score",  # log1p of its co-visitation count with the user's last clicks
+    "covisit_rank",  # 1 / (1 + position) in each route's own list, 0 when absent
+    "recent_rank",
+    "embedding_rank",
+    "trend_rank",
+    "popular_rank",
+    "from_request",  # the caller proposed it
+    "merge_position",  # position in the recall merge / the candidate limit
+    "user_fresh_length",  # log1p of the fresh view's length
+    "user_history_size",  # log1p of the history's length
+)
+CANDIDATE_FEATURES = ITEM_DENSE_FEATURES + CONTEXT_FEATURES
 
 
 def _dense_inputs_exist(view: ViewSpec, names: Sequence[str]) -> None:

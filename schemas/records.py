@@ -35,7 +35,7 @@ EpochMillis = Annotated[
     ),
 ]
 Behavior = Literal["pv", "cart", "fav", "buy"]
-Route = Literal["embedding", "covisit", "trend", "request", "popular"]
+Route = Literal["embedding", "covisit", "recent", "trend", "request", "popular"]
 # Whether an answer's features included the request's trigger event: the online
 # store already had it, the worker folded it in itself, or neither (flagged).
 TriggerFeatures = Literal["store", "folded", "missing"]
@@ -96,7 +96,10 @@ class Recommendation(msgspec.Struct, frozen=True):
     ``model_version`` is the served model and the version that scored
     (``ranker_python:3``); under a traffic split ``variant`` names the user's
     variant and ``registry_version`` the model registry's version of it
-    (``streamrec-ranker/7``), both empty otherwise.
+    (``streamrec-ranker/7``), both empty otherwise. ``rerouted_from`` is the
+    variant's version when Triton had no ready copy of it (a version being loaded
+    or unloaded) and Triton's default version scored instead (``model_version``
+    says which): the answer is ranked, not degraded, but not by the variant's model.
     """
 
     request_id: RequestId
@@ -110,6 +113,7 @@ class Recommendation(msgspec.Struct, frozen=True):
     trigger_features: TriggerFeatures | None = None
     variant: Annotated[str, Meta(max_length=32)] = ""
     registry_version: Annotated[str, Meta(max_length=128)] = ""
+    rerouted_from: Annotated[int, Meta(ge=1)] | None = None
 
 
 class FeatureDrift(msgspec.Struct, frozen=True):

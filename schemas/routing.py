@@ -13,6 +13,14 @@ to one of :data:`BUCKETS` buckets, and the variants own consecutive ranges of
 buckets in the order they are listed. A canary listed first keeps its users as
 its share grows (1% → 5% → 25%: the first 1% stay in), and a user never flips
 between variants while the shares stay the same, whichever worker answers.
+
+Every worker also reports back, in the hash ``<project>:routing:<model>:acks`` (one
+field per worker), a :class:`RoutingAck`: the routing it has in force and the
+versions it may still ask for by name, counting batches still in flight under an
+older routing. A controller retires a version only once every live worker's
+acknowledgement of the routing it published leaves that version out
+(:mod:`inference.serving.drain`): unloading it earlier fails the requests still
+routed to it.
 """
 
 from __future__ import annotations
@@ -59,6 +67,55 @@ class Routing(msgspec.Struct, frozen=True):
 
 def routing_key(project: str, model: str) -> str:
     return f"{project}:routing:{model}"
+
+
+def ack_key(project: str, model: str) -> str:
+    """The hash of the workers' acknowledgements (inside the routing keys' pattern)."""
+    return f"{routing_key(project, model)}:acks"
+
+
+class RoutingAck(msgspec.Struct, frozen=True):
+    """What one worker has in force, written by it every routing poll.
+
+    ``revision`` and ``updated_at`` are those of the routing it read last (None: no
+    routing key, every request asks Triton's default version). ``in_use`` are the
+    versions it may still ask for by name: those with a share in that routing and in
+    any batch still being scored under an older one; ``unversioned`` says whether
+    such a batch, or the routing in force, asks for Triton's default version.
+    """
+
+    worker: Annotated[str, Meta(min_length=1, max_length=128)]
+    revision: Annotated[int, Meta(ge=0)] | None
+    updated_at: EpochMillis | None
+    in_use: list[Annotated[int, Meta(ge=1)]]
+    unversioned: bool
+    at_ms: EpochMillis
+
+    def has_seen(self, routing: Routing) -> bool:
+        """Whether this worker had read exactly ``routing`` when it wrote this (a later
+        routing from another controller does not count: its acks are that one's)."""
+        return self.revision == routing.revision and self.updated_at == routing.updated_at
+
+
+_ACK_DECODER = msgspec.json.Decoder(RoutingAck)
+
+
+def decode_ack(raw: bytes) -> RoutingAck:
+    try:
+        return _ACK_DECODER.decode(raw)
+    except (msgspec.ValidationError, msgspec.DecodeError) as error:
+        raise RoutingError(f"routing acknowledgement: {error}") from None
+
+
+def encode_ack(ack: RoutingAck) -> bytes:
+    return msgspec.json.encode(ack)
+
+
+def versions_in_use(routing: Routing | None) -> frozenset[int]:
+    """The versions ``routing`` sends users to by name (a 0% share sends none)."""
+    if routing is None:
+        return frozenset()
+    return frozenset(v.version for v in routing.variants if v.share_pct > 0)
 
 
 def check(routing: Routing) -> Routing:

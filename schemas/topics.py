@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 USER_BEHAVIOR = "user-behavior"
-# Created with the broker's append time as record timestamp (schemas.kafka.request_topic_spec).
+# Created with the broker's append time as record timestamp (runtime.kafka.request_topic_spec).
 REC_REQUESTS = "rec-requests"
 RECOMMENDATIONS = "recommendations"
 FEATURE_UPDATES = "feature-updates"

@@ -23,7 +23,7 @@ import pytest
 
 from jobs.localstack import Stack
 from jobs.localstack.triton_server import TritonService
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.support.stacks import free_port, own_stack_settings
 
 __all__ = ["free_port"]  # imported from here by many tests
@@ -64,7 +64,7 @@ TopicFactory = Callable[..., str]
 def topic_factory(kafka: KafkaSettings, request: pytest.FixtureRequest) -> TopicFactory:
     """Creates a topic with a name unique to this test; returns the name.
 
-    ``config`` is the topic's own configuration (e.g. ``schemas.kafka.LOG_APPEND_TIME``
+    ``config`` is the topic's own configuration (e.g. ``runtime.kafka.LOG_APPEND_TIME``
     for a requests topic).
     """
 

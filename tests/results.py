@@ -12,7 +12,8 @@ output passed through unchanged and appends one JSON object to the results file
 
 A run that prints no RESULT line is recorded too, with ``result`` null: a check that
 fails before its verdict is a data point of its pass rate, not a gap. ``make RECORD=1
-<target>`` records any target this way; ``make repeat-checks`` runs each check N times.
+<target>`` records any target this way; ``make docs`` rebuilds ``docs/benchmarks.md``
+from the file (``tests/docs/benchmarks.py``).
 """
 
 from __future__ import annotations
@@ -133,6 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rec = sub.add_parser("record", help="run a command and append its RESULT line")
     rec.add_argument("--name", required=True, help="the check's name, e.g. bench-sla")
     rec.add_argument("--file", type=Path, help=f"results file (default {DEFAULT_FILE})")
+    rec.add_argument(
+        "--args",
+        default="",
+        help="the make variables that chose a variant of the check (DATASET=movielens): "
+        "recorded beside the name, so the variant's runs are kept apart",
+    )
     rec.add_argument("cmd", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = parser.parse_args(argv)
     command = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
@@ -145,6 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.name, started_at, time.monotonic() - started, exit_code, last_result_line(lines),
         commit_label(), os.cpu_count() or 0, load_avg,
     )  # fmt: skip
+    if args.args.strip():
+        entry["args"] = args.args.strip()
     path = results_file(args.file)
     append(path, entry)
     print(f"recorded {args.name} (exit {exit_code}) in {path}", file=sys.stderr)

@@ -1,10 +1,11 @@
 """The import floors of ARCHITECTURE.md, read from the code with ``ast`` (not grep).
 
-Contracts (``schemas``) at the bottom import no stage; stages import contracts;
-``inference`` imports nothing from ``jobs``; training does not import
-``inference``; only the local stack manager itself and the demo on top of it
-import ``jobs.localstack``; no product code imports ``tests``. Imports inside
-functions count too (``ast.walk`` sees every one).
+Contracts (``schemas``) at the bottom import nothing of the project's; the shared
+runtime (``runtime``) imports contracts and no stage; stages import both, and no stage
+imports another stage (the dataset adapters, ``jobs.datasets``, are a library the
+stages share); only the local stack manager itself and the demo on top of it import
+``jobs.localstack``; no product code imports ``tests``. Imports inside functions count
+too (``ast.walk`` sees every one).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PRODUCT = ("schemas", "jobs", "inference", "feature_repo")
+PRODUCT = ("schemas", "runtime", "jobs", "inference", "feature_repo")
 
 
 @dataclass(frozen=True)
@@ -32,14 +33,42 @@ class Rule:
         return _under(module, self.source) and not any(_under(module, e) for e in self.exempt)
 
 
+# Each stage: one deployable role's package. On top of them, the local stack manager,
+# the demo and the online evaluation may import stages; below them, jobs.datasets.
+STAGES = (
+    "jobs.features",
+    "jobs.feature_writer",
+    "jobs.drift",
+    "jobs.ranker",
+    "jobs.replay",
+    "jobs.retrain",
+    "jobs.outcomes",
+    "inference.worker",
+    "inference.serving",
+    "inference.model_repository",
+    "feature_repo",
+)
+ON_TOP = ("jobs.localstack", "jobs.demo", "jobs.evaluate")
+SHARED = ("jobs.datasets",)
+
+
+def _no_stage_imports_another() -> tuple[Rule, ...]:
+    return tuple(
+        Rule(stage, tuple(s for s in (*STAGES, *ON_TOP) if s != stage)) for stage in STAGES
+    )
+
+
 RULES = (
-    Rule("schemas", ("jobs", "inference", "feature_repo", "tests")),
+    Rule("schemas", ("runtime", "jobs", "inference", "feature_repo", "tests")),
+    Rule("runtime", ("jobs", "inference", "feature_repo", "tests")),
+    Rule("jobs.datasets", (*STAGES, *ON_TOP, "tests")),
+    *_no_stage_imports_another(),
     Rule("inference", ("jobs", "feature_repo", "tests")),
-    Rule("jobs.ranker", ("inference",)),
     Rule("feature_repo", ("jobs", "inference", "tests")),
     Rule("jobs", ("jobs.localstack", "tests"), exempt=("jobs.localstack", "jobs.demo")),
     Rule("jobs.localstack", ("tests",)),
     Rule("jobs.demo", ("tests",)),
+    Rule("jobs.evaluate", ("tests",)),
 )
 
 
@@ -90,6 +119,12 @@ def test_the_product_keeps_its_floors() -> None:
         ("schemas/x.py", "from inference.worker import features"),
         ("jobs/ranker/x.py", "def f():\n    from inference.serving import probe\n"),
         ("feature_repo/definitions.py", "from jobs.feature_writer import rows"),
+        ("jobs/drift/x.py", "from jobs.features.settings import FeatureJobSettings"),
+        ("jobs/ranker/x.py", "def f():\n    from jobs.replay.run import run_replay\n"),
+        ("inference/serving/x.py", "from inference.worker.settings import WorkerSettings"),
+        ("runtime/x.py", "from jobs.features import reference"),
+        ("schemas/x.py", "from runtime.settings import Settings"),
+        ("jobs/datasets/x.py", "from jobs.ranker import events"),
     ],
 )
 def test_a_wrong_arrow_is_caught(tmp_path: Path, where: str, line: str) -> None:
@@ -97,6 +132,16 @@ def test_a_wrong_arrow_is_caught(tmp_path: Path, where: str, line: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(line + "\n")
     assert len(violations(tmp_path)) == 1
+
+
+def test_stages_share_contracts_runtime_and_datasets(tmp_path: Path) -> None:
+    shared = "from schemas.records import BehaviorEvent\nfrom runtime.kafka import KafkaSettings\n"
+    for stage in STAGES:
+        path = tmp_path / (stage.replace(".", "/") + "/x.py")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        datasets = "from jobs.datasets import read_dataset\n" if stage.startswith("jobs.") else ""
+        path.write_text(shared + datasets)
+    assert violations(tmp_path) == []
 
 
 def test_the_stack_and_the_demo_may_use_the_stack(tmp_path: Path) -> None:

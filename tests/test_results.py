@@ -30,3 +30,13 @@ def test_record_appends_one_entry_per_run_failures_included(tmp_path: Path) -> N
     assert second["result"] is None and second["exit_code"] == 3
     assert {"commit", "cores", "load_avg", "started_at", "seconds"} <= first.keys()
     assert len(first["load_avg"]) == 3 and first["cores"] >= 1
+
+
+def test_a_variant_of_a_check_is_recorded_with_the_variables_that_chose_it(tmp_path: Path) -> None:
+    results = tmp_path / "results.jsonl"
+    ok = [sys.executable, "-c", "print('RESULT hit_at_10=0.3')"]
+    main(["record", "--name", "eval-online", "--file", str(results), "--args", " ", "--", *ok])
+    argv = ["record", "--name", "eval-online", "--file", str(results)]
+    main([*argv, "--args", "DATASET=movielens ", "--", *ok])
+    default, movielens = read_entries(results)
+    assert "args" not in default and movielens["args"] == "DATASET=movielens"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-LOCAL = ("schemas", "jobs", "inference", "feature_repo")
+LOCAL = ("schemas", "runtime", "jobs", "inference", "feature_repo")
 
 
 @dataclass(frozen=True)

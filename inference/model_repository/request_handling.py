@@ -27,7 +27,7 @@ import numpy.typing as npt
 # The stub cannot import schemas.ranking: these restate it, and a test keeps them equal.
 SEQ_LEN = 50
 USER_DENSE_SIZE = 4
-ITEM_DENSE_SIZE = 5
+ITEM_DENSE_SIZE = 24
 ID_INPUTS = ("seq_items", "seq_cats", "cand_items", "cand_cats")
 INPUT_NAMES = ("seq_items", "seq_cats", "user_dense", "cand_items", "cand_cats", "cand_dense")
 OUTPUT_NAME = "scores"

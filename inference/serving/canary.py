@@ -8,8 +8,15 @@ canary breaches when, over the hold so far:
 * **errors**: its model failed (unavailable, timed out, or answered with
   non-finite or wrongly shaped scores) for more than ``max_error_rate`` of its
   answers: with a 0.1% budget, one failure in its first thousand answers;
-* **latency**: its p99 is over ``max_p99_s`` *and* over the champion's by more
-  than ``latency_margin``: a box that slows both variants is not the canary's doing;
+* **latency**: its p99 is over ``max_p99_s`` *and* its share of answers slower than
+  ``max_p99_s`` is above ``latency_margin`` times the champion's beyond chance (a
+  binomial tail under ``latency_significance``): a box that slows both variants is not
+  the canary's doing. Until ``min_tail_answers`` of its answers lie beyond the 99th
+  percentile (500 answers), the quantile judged is the highest one they do support,
+  ``1 - min_tail_answers / answers``: the p99 of 52 answers is their slowest one. Both
+  because a shared box's stalls rolled good canaries back: one slow answer of 52, and
+  5 of 91 over 50 ms against the champion's 4% with the box's load at 9 on 2 cores
+  (the histogram's buckets double, so a quantile one bucket up is always 2x);
 * **scores**: the population stability index between its score distribution and
   the champion's exceeds ``max_score_psi`` (0.25 is the usual "shifted" line), once
   both have ``min_scores`` scores.
@@ -35,6 +42,8 @@ class Guards:
     latency_margin: float = 1.5
     max_score_psi: float = 0.25
     min_answers: int = 50
+    min_tail_answers: int = 5
+    latency_significance: float = 0.001
     # PSI over 20 bins carries sampling noise of about 19 * (1/n1 + 1/n2): with 200 scores
     # a side that is 0.19, near the 0.25 line; with 2,000 it is 0.02.
     min_scores: int = 2000
@@ -127,13 +136,20 @@ def judge(canary: VariantFigures, champion: VariantFigures, guards: Guards) -> B
             f"({rate:.2%} > {guards.max_error_rate:.2%})",
         )
     if canary.total >= guards.min_answers:
-        p99, base = quantile(canary.latency, 0.99), quantile(champion.latency, 0.99)
-        over_base = math.isnan(base) or p99 > base * guards.latency_margin
-        if p99 > guards.max_p99_s and over_base:
+        q = min(0.99, 1 - guards.min_tail_answers / canary.total)
+        tail, base = quantile(canary.latency, q), quantile(champion.latency, q)
+        slow, slow_base = slow_share(canary, guards), slow_share(champion, guards)
+        over_base = math.isnan(slow_base) or (
+            binomial_tail(round(slow * canary.total), round(canary.total),
+                          min(1.0, slow_base * guards.latency_margin))
+            < guards.latency_significance
+        )  # fmt: skip
+        if tail > guards.max_p99_s and over_base:
             return Breach(
                 "latency_p99",
-                f"p99 {p99 * 1000:g} ms > {guards.max_p99_s * 1000:g} ms "
-                f"(champion {base * 1000:g} ms)",
+                f"p{q * 100:.3g} {tail * 1000:g} ms > {guards.max_p99_s * 1000:g} ms, "
+                f"{slow:.1%} of {canary.total:g} answers slower (champion {base * 1000:g} ms, "
+                f"{slow_base:.1%})",
             )
     scored = (_last(canary.scores), _last(champion.scores))
     if min(scored) >= guards.min_scores:
@@ -141,6 +157,36 @@ def judge(canary: VariantFigures, champion: VariantFigures, guards: Guards) -> B
         if shift > guards.max_score_psi:
             return Breach("score_shift", f"score PSI {shift:.3f} > {guards.max_score_psi}")
     return None
+
+
+def slow_share(figures: VariantFigures, guards: Guards) -> float:
+    """The share of answers slower than ``max_p99_s`` (NaN without answers)."""
+    total = _last(figures.latency)
+    if total <= 0:
+        return math.nan
+    within = max((count for le, count in figures.latency if le <= guards.max_p99_s), default=0.0)
+    return (total - within) / total
+
+
+def binomial_tail(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), in log space (n in the thousands is fine)."""
+    if k <= 0:
+        return 1.0
+    if p <= 0:
+        return 0.0
+    if p >= 1:
+        return 1.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = [
+        math.lgamma(n + 1)
+        - math.lgamma(i + 1)
+        - math.lgamma(n - i + 1)
+        + i * log_p
+        + (n - i) * log_q
+        for i in range(k, n + 1)
+    ]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(t - top) for t in terms))
 
 
 def _last(buckets: Buckets) -> float:

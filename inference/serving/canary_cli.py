@@ -10,17 +10,19 @@ from collections.abc import Callable
 
 import redis
 
+from inference.serving import repository
 from inference.serving.canary import Guards, parse_duration_s, parse_steps
 from inference.serving.canary_metrics import CanaryMetrics
 from inference.serving.canary_run import Canary, Outcome, Plan, RoutingStore, pinned_routing
 from inference.serving.control import TritonControl
+from inference.serving.drain import Drain
 from inference.serving.errors import ServingError
 from inference.serving.registered import publish_registered
 from inference.serving.settings import MODELS, ServingSettings
 from inference.serving.worker_metrics import scrape
-from schemas.metrics_server import serve_registry
-from schemas.model_registry import DEFAULT_TRACKING_URI, RegistryClient, is_model_uri, tracking_uri
-from schemas.online.connect import connect
+from runtime.metrics_server import serve_registry
+from runtime.model_registry import DEFAULT_TRACKING_URI, RegistryClient, is_model_uri, tracking_uri
+from runtime.online.connect import connect
 from schemas.routing import routing_key
 
 
@@ -86,6 +88,8 @@ def run_canary(args: argparse.Namespace, settings: ServingSettings) -> Outcome:
             hold_s=parse_duration_s(args.hold),
             poll_s=parse_duration_s(args.poll),
             settle_s=parse_duration_s(args.settle),
+            drain_timeout_s=settings.drain_timeout_s,
+            ack_stale_s=settings.ack_stale_s,
             guards=Guards(
                 max_error_rate=args.max_error_rate,
                 max_p99_s=args.max_p99_ms / 1000,
@@ -135,8 +139,10 @@ def run_canary(args: argparse.Namespace, settings: ServingSettings) -> Outcome:
 
 def repin_routing(settings: ServingSettings) -> Callable[[int], None]:
     """Before a swap unloads the old version: a routing key of the model, if there is one
-    (a canary leaves its winner pinned), moves to the new version, or the workers that
-    ask for the old one by name would get errors. Without Redis it can only warn."""
+    (a canary leaves its winner pinned), moves to the new version, and the swap waits
+    until every worker has acknowledged it (inference/serving/drain.py), or the workers
+    that ask for the old one by name would get errors. Without Redis it can only warn."""
+    drain = Drain(settings.drain_timeout_s, settings.ack_stale_s, settings.drain_fallback_s)
 
     def repin(version: int) -> None:
         client = connect(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
@@ -145,9 +151,10 @@ def repin_routing(settings: ServingSettings) -> Callable[[int], None]:
             if client.exists(key):
                 model_dir = settings.repository / settings.model
                 revision = int(time.time())
-                RoutingStore(client, key).put(
-                    pinned_routing(model_dir, version, revision, f"swapped to {version}")
-                )
+                routing = pinned_routing(model_dir, version, revision, f"swapped to {version}")
+                others = set(repository.versions(model_dir)) - {version}
+                drained = RoutingStore(client, key).retire(routing, others, drain)
+                logging.getLogger(__name__).info("pinned %d: %s", version, drained.line())
         except redis.RedisError as error:
             logging.getLogger(__name__).warning(
                 "routing key %s not read (%s): workers it pins to the old version will fall "

@@ -2,21 +2,24 @@
 while its figures hold, then promote it or give all traffic back to the champion.
 
 1. The routing key first sends every user to the champion by version (requests that
-   name no version go to the newest loaded one, which the canary often is); then every
-   Triton endpoint loads the canary beside the champion (explicit versions in the
-   config override) and a probe addressed to the canary must score plausibly.
+   name no version go to the newest loaded one, which the canary often is), and every
+   worker acknowledges it (:mod:`inference.serving.drain`); then every Triton endpoint
+   loads the canary beside the champion (explicit versions in the config override) and
+   a probe addressed to the canary must score plausibly.
 2. For each step the routing key (:mod:`schemas.routing`) gives the canary that
    share of the users, listed first so its users stay in as it grows. After
    ``settle_s`` (the workers' routing poll) the figures are read every ``poll_s``
    for ``hold_s``; :func:`inference.serving.canary.judge` decides.
 3. A breach (or the controller failing mid-way: figures unreadable, an interrupt):
    the routing gives the champion 100% at once (that instant is the
-   rollback as users see it), then after ``settle_s`` every endpoint unloads the
-   canary and the routing key pins the champion alone (every answer then names its
-   version and registry version). The registry version of the canary gets the tags
+   rollback as users see it), then, once every worker has acknowledged that routing
+   with no batch left on the canary, every endpoint unloads the canary and the routing
+   key pins the champion alone (every answer then names its version and registry
+   version). The registry version of the canary gets the tags
    ``canary.status=rolled_back`` and ``canary.reason``.
-4. All steps held: every endpoint serves the canary alone, config.pbtxt and the
-   routing key pin it, and the registry alias (``champion``) moves to its version.
+4. All steps held: once every worker has acknowledged the last step (the champion
+   out of use), every endpoint serves the canary alone, config.pbtxt and the routing
+   key pin it, and the registry alias (``champion``) moves to its version.
 
 Fleet: the same steps run against each Triton endpoint given (one per replica); the
 routing key is one per model, so every worker moves together. A Kubernetes rollout
@@ -37,11 +40,12 @@ from inference.serving import repository
 from inference.serving.canary import Breach, Guards, VariantFigures, judge, summary
 from inference.serving.canary_metrics import CanaryMetrics
 from inference.serving.control import TritonControl, check_version
+from inference.serving.drain import Drain, Drained, wait_drained
 from inference.serving.errors import RolloutError, ServingError
+from runtime.model_registry import RegistryClient, RegistryError
+from runtime.online.connect import OnlineClient
 from schemas.model_files import MANIFEST_FILE
-from schemas.model_registry import RegistryClient, RegistryError
-from schemas.online.connect import OnlineClient
-from schemas.routing import Routing, Variant, encode
+from schemas.routing import Routing, RoutingAck, RoutingError, Variant, decode_ack, encode
 
 log = logging.getLogger(__name__)
 CANARY, CHAMPION = "canary", "champion"
@@ -54,9 +58,16 @@ class Plan:
     hold_s: float = 60.0
     poll_s: float = 2.0
     # The workers re-read the routing every second by default: after a change, this
-    # long before the figures count (and before a version is unloaded).
+    # long before the figures count; before a version is unloaded, the wait for the
+    # workers' acknowledgements (``drain``), or this long when none acknowledges.
     settle_s: float = 3.0
     guards: Guards = field(default_factory=Guards)
+    drain_timeout_s: float = 30.0
+    ack_stale_s: float = 10.0
+
+    @property
+    def drain(self) -> Drain:
+        return Drain(self.drain_timeout_s, self.ack_stale_s, self.settle_s)
 
 
 @dataclass
@@ -70,16 +81,41 @@ class Outcome:
 
 
 class RoutingStore:
-    """The routing key of one model in the online store's Redis."""
+    """The routing key of one model in the online store's Redis, and the workers'
+    acknowledgements beside it (``<key>:acks``, :func:`schemas.routing.ack_key`)."""
 
     def __init__(self, client: OnlineClient, key: str) -> None:
         self.client, self.key = client, key
 
-    def put(self, routing: Routing) -> None:
+    def put(self, routing: Routing) -> Routing:
         self.client.set(self.key, encode(routing))
+        return routing
 
     def clear(self) -> None:
         self.client.delete(self.key)
+
+    def acks(self) -> list[RoutingAck]:
+        """Every worker's last acknowledgement; one that cannot be read is skipped (logged)."""
+        raw: dict[bytes, bytes] = self.client.hgetall(f"{self.key}:acks")  # type: ignore[assignment]
+        out = []
+        for worker, value in raw.items():
+            try:
+                out.append(decode_ack(value))
+            except RoutingError as error:
+                log.warning("acknowledgement of %r unreadable: %s", worker, error)
+        return out
+
+    def retire(
+        self,
+        routing: Routing,
+        retire: set[int],
+        drain: Drain,
+        allow_unversioned: bool = True,
+    ) -> Drained:
+        """Publish ``routing`` (which must not use ``retire``) and wait until every live
+        worker has acknowledged it with no batch left on those versions."""
+        self.put(routing)
+        return wait_drained(self.acks, routing, retire, drain, allow_unversioned)
 
 
 def registry_version(version_dir: Path) -> str:
@@ -128,8 +164,11 @@ class Canary:
         self.metrics.started(self.model, champion, target)
         # Requests that name no version go to the newest loaded one: every worker must ask
         # for the champion by version before the canary (often newer) is loaded at all.
-        self._route(0.0, "canary loading: every user on the champion")
-        self.sleep(plan.settle_s)
+        drained = self.store.retire(
+            self._routing(0.0, "canary loading: every user on the champion"),
+            set(), plan.drain, allow_unversioned=False,
+        )  # fmt: skip
+        self.say(f"every user on {champion} by version: {drained.line()}")
         self._load([champion, target])
         try:
             for endpoint in self.tritons:
@@ -153,7 +192,7 @@ class Canary:
             # nobody watches does not keep its users.
             self._roll_back(Breach("controller", f"the canary stopped: {error!r}"), plan)
             raise
-        self._promote()
+        self._promote(plan)
         return outcome
 
     def say(self, text: str) -> None:
@@ -179,7 +218,11 @@ class Canary:
         self._revision += 1
         self.store.put(pinned_routing(self.model_dir, version, self._revision, reason))
 
-    def _route(self, canary_pct: float, reason: str) -> None:
+    def _route(self, canary_pct: float, reason: str) -> Routing:
+        return self.store.put(self._routing(canary_pct, reason))
+
+    def _routing(self, canary_pct: float, reason: str) -> Routing:
+        """The next revision of the split: the canary at ``canary_pct``, listed first."""
         o = self._outcome
         variants = [
             Variant(CANARY, o.canary, canary_pct, registry_version(self.model_dir / str(o.canary))),
@@ -191,8 +234,8 @@ class Canary:
             ),
         ]
         self._revision += 1
-        now_ms = int(time.time() * 1000)
-        self.store.put(Routing(self.model, variants, self._revision, now_ms, reason))
+        self._last = Routing(self.model, variants, self._revision, int(time.time() * 1000), reason)
+        return self._last
 
     def _hold(self, step: float, plan: Plan) -> Breach | None:
         self._route(step, f"canary step {step:g}%")
@@ -223,10 +266,14 @@ class Canary:
         o = self._outcome
         o.breach = breach
         self.metrics.breached(self.model, o.champion, o.canary, breach.check)
-        self._route(0.0, f"rolled back: {breach}")
+        back = self._routing(0.0, f"rolled back: {breach}")
+        self.store.put(back)
         self.metrics.stepped(self.model, o.champion, o.canary, 0.0)
         self.say(f"all users back on {o.champion}")
-        self.sleep(plan.settle_s)  # requests routed before the change finish first
+        # Requests routed to the canary before the change (and batches still being scored
+        # under it) finish first: unloading it now would fail them.
+        drained = wait_drained(self.store.acks, back, {o.canary}, plan.drain)
+        self.say(f"canary {o.canary} out of use: {drained.line()}")
         self._load([o.champion])
         repository.pin_versions(self.model_dir, [o.champion])
         self.pin(o.champion, f"rolled back {o.canary}: {breach}")
@@ -234,8 +281,12 @@ class Canary:
         self.say(f"unloaded {o.canary}; rolled back in {o.rollback_s:.1f} s")
         self._tag(o.canary, {"canary.status": "rolled_back", "canary.reason": str(breach)})
 
-    def _promote(self) -> None:
+    def _promote(self, plan: Plan) -> None:
         o = self._outcome
+        # The last step gave the canary every user; the champion goes once no worker asks
+        # for it any more.
+        drained = wait_drained(self.store.acks, self._last, {o.champion}, plan.drain)
+        self.say(f"champion {o.champion} out of use: {drained.line()}")
         self._load([o.canary])
         repository.pin_versions(self.model_dir, [o.canary])
         self.pin(o.canary, f"promoted {o.canary} over {o.champion}")

@@ -13,8 +13,8 @@ from inference.serving.canary_cli import add_canary, repin_routing, run_canary
 from inference.serving.errors import RolloutError, ServingError
 from inference.serving.registered import publish_registered
 from inference.serving.settings import MODELS, ServingSettings
-from schemas.model_registry import is_model_uri
-from schemas.redact import install_redaction
+from runtime.model_registry import is_model_uri
+from runtime.redact import install_redaction
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import ssl
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -105,6 +106,19 @@ class TritonControl:
         if config is not None:
             body = {"parameters": {"config": repository.config_json(config)}}
         self._call("POST", f"/v2/repository/models/{model}/load", body)
+
+    def unload(self, model: str) -> None:
+        """Unload every version of ``model`` (its requests fail until it is loaded again)."""
+        self._call("POST", f"/v2/repository/models/{model}/unload", {})
+
+    def wait_ready(self, model: str, versions: Sequence[int], timeout_s: float = 60.0) -> None:
+        """Until Triton reports every one of ``versions`` ready (RolloutError after
+        ``timeout_s``): no routing may name a version before that."""
+        deadline = time.monotonic() + timeout_s
+        while not all(self.is_ready(model, v) for v in versions):
+            if time.monotonic() > deadline:
+                raise RolloutError(f"{model} versions {list(versions)} not ready in {timeout_s} s")
+            time.sleep(0.1)
 
     def is_ready(self, model: str, version: int | None = None) -> bool:
         path = f"/v2/models/{model}" + (f"/versions/{version}" if version else "") + "/ready"

@@ -10,7 +10,7 @@ from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,
-    ITEM_DENSE_FEATURES,
+    CANDIDATE_FEATURES,
     OOV_INDEX,
     SEQ_CATS,
     SEQ_ITEMS,
@@ -35,7 +35,7 @@ def probe_inputs(
         USER_DENSE: rng.random((users, len(USER_DENSE_FEATURES)), dtype=np.float32),
         CAND_ITEMS: rng.integers(OOV_INDEX, num_items, (users, candidates), dtype=np.int32),
         CAND_CATS: rng.integers(OOV_INDEX, num_categories, (users, candidates), dtype=np.int32),
-        CAND_DENSE: rng.random((users, candidates, len(ITEM_DENSE_FEATURES)), dtype=np.float32),
+        CAND_DENSE: rng.random((users, candidates, len(CANDIDATE_FEATURES)), dtype=np.float32),
     }
 
 

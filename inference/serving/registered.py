@@ -19,8 +19,7 @@ from typing import Any
 from inference.serving import repository
 from inference.serving.errors import PublishError
 from inference.serving.settings import MODELS
-from schemas.model_files import MANIFEST_FILE
-from schemas.model_registry import (
+from runtime.model_registry import (
     DEFAULT_TRACKING_URI,
     ModelReference,
     ModelVersion,
@@ -29,6 +28,7 @@ from schemas.model_registry import (
     parse_model_uri,
     tracking_uri,
 )
+from schemas.model_files import MANIFEST_FILE
 
 # The manifest key that records where a published version came from.
 REGISTRY_KEY = "registry"
@@ -82,8 +82,10 @@ def publish_registered(
             folder = Path(temp)
             version = fetch_model(reference, folder, server)
             record_origin(folder, registry_record(reference, version, server))
-            extra = {} if template is None else {"template": template}
-            number = repository.publish(folder, target, models, **extra)
+            if template is None:
+                number = repository.publish(folder, target, models)
+            else:
+                number = repository.publish(folder, target, models, template)
     except RegistryError as error:
         raise PublishError(f"{model_uri} from {server}: {error}") from None
     return Published(number, version)

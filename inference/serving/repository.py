@@ -24,7 +24,7 @@ from typing import Any
 
 from inference.serving.errors import PublishError
 from inference.serving.settings import MODELS, TEMPLATE_REPOSITORY
-from schemas.files import file_lock
+from runtime.files import file_lock
 from schemas.model_files import MANIFEST_FILE as MANIFEST
 from schemas.model_files import (
     MODEL_CONFIG_FILE,
@@ -61,11 +61,15 @@ def publish(
     repository: Path,
     models: Sequence[str] = MODELS,
     template: Path = TEMPLATE_REPOSITORY,
+    allow_worse: bool = False,
 ) -> int:
     """Copy the artifacts into the next version of every model; returns that number.
 
     Every file is checked before anything is written: a refused publish leaves no version.
+    A model whose training found it no better than the recall order it re-ranks
+    (``beats_recall_order`` false in its manifest) is refused unless ``allow_worse``.
     """
+    _refuse_worse(artifacts_dir, allow_worse)
     sources = {model: _sources(artifacts_dir, model) for model in models}
     repository.mkdir(parents=True, exist_ok=True)
     # Two publishes at once would pick the same number; one waits for the other.
@@ -75,6 +79,16 @@ def publish(
         for staging, model in zip(staged, models, strict=True):
             staging.rename(repository / model / str(number))
     return number
+
+
+def _refuse_worse(artifacts_dir: Path, allow_worse: bool) -> None:
+    manifest = json.loads(_manifest(artifacts_dir).read_text())
+    if manifest.get("beats_recall_order") is False and not allow_worse:
+        raise PublishError(
+            f"{artifacts_dir}: training measured this model below the recall order it "
+            "re-ranks (beats_recall_order false in manifest.json); serving it would make "
+            "answers worse. Train on more data, or publish it anyway with allow_worse"
+        )
 
 
 def _sources(artifacts_dir: Path, model: str) -> dict[str, Path]:

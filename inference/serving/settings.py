@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from inference.serving.errors import ServingError
-from schemas.settings import (
+from runtime.settings import (
     DEFAULT_MODEL_DIR,
     DEFAULT_STACK_HOME,
     MODEL_DIR_ENV,
@@ -77,6 +77,25 @@ class ServingSettings(Settings):
     project: str = setting(
         PROJECT, env="STREAMREC_WORKER_PROJECT", help="the workers' Feast project (routing key)"
     )
+    # Before a version is unloaded (canary rollback or promotion, rollout, rollback), every
+    # live worker must acknowledge routing without it (inference/serving/drain.py).
+    drain_timeout_s: float = setting(
+        30.0,
+        env="STREAMREC_SERVING_DRAIN_TIMEOUT_S",
+        help="longest wait for the workers to stop asking for a version before it is unloaded",
+    )
+    ack_stale_s: float = setting(
+        10.0,
+        env="STREAMREC_SERVING_ACK_STALE_S",
+        help="a worker whose last routing acknowledgement is older is gone: not waited for",
+    )
+    # Workers that do not acknowledge at all (an older release): their routing poll plus
+    # one batch's budget.
+    drain_fallback_s: float = setting(
+        3.0,
+        env="STREAMREC_SERVING_DRAIN_FALLBACK_S",
+        help="the wait before an unload when no worker acknowledges routing",
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.http_port < 65536:
@@ -84,6 +103,9 @@ class ServingSettings(Settings):
         if self.model not in MODELS:
             known = ", ".join(MODELS)
             raise ServingError(f"{self.variable('model')}={self.model!r}; known: {known}")
+        for name in ("drain_timeout_s", "ack_stale_s", "drain_fallback_s"):
+            if not getattr(self, name) >= 0:
+                raise ServingError(f"{self.variable(name)}={getattr(self, name)} is not >= 0")
         if not self.http_url:  # derived once here, so every reader sees the same URL
             object.__setattr__(self, "http_url", f"http://127.0.0.1:{self.http_port}")
 

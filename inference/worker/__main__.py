@@ -18,14 +18,14 @@ from inference.worker.kafka_io import DeliveryError
 from inference.worker.metrics import WorkerMetrics, serve
 from inference.worker.settings import parse_args, settings_from
 from inference.worker.worker import Worker
-from schemas.kafka import (
+from runtime.kafka import (
     EXIT_RESTART,
     TopicSpec,
     dead_letter_spec,
     ensure_topics_once_up,
     request_topic_spec,
 )
-from schemas.redact import install_redaction
+from runtime.redact import install_redaction
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("inference.worker")

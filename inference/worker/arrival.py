@@ -6,7 +6,7 @@ with 2017, so a latency measured from it reads years (that lag has its own metri
 record's Kafka timestamp, chosen by its type:
 
 * ``LogAppendTime`` (the project creates its requests topics so,
-  :func:`schemas.kafka.request_topic_spec`): the broker's clock when it appended
+  :func:`runtime.kafka.request_topic_spec`): the broker's clock when it appended
   the record. Always used.
 * ``CreateTime`` (a topic made without that setting): the producer's clock, which a
   producer may set to anything (a replay tool stamping event time). Used only when

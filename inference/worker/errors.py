@@ -19,6 +19,11 @@ class RankerUnavailable(WorkerError):
     """The ranker (Triton) could not be reached or refused the request."""
 
 
+class VersionNotReady(RankerUnavailable):
+    """Triton has no ready copy of the version asked for by name (not loaded yet, or
+    being unloaded): the model itself has not failed."""
+
+
 class RankerTimeout(RankerUnavailable):
     """The ranker did not answer within the time budget."""
 

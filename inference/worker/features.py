@@ -8,7 +8,7 @@ three round trips, each depending on the one before: the users' rows; the trends
 of their recent categories with the co-visitation sets of their last clicks
 (``schemas.online.covisit``); the candidates' item rows and stock. On a Redis
 Cluster each round trip is one pipeline per master, in turn
-(``schemas.online.node_pipeline``).
+(``runtime.online.node_pipeline``).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from typing import Any
 
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
-from schemas.online.connect import OnlineClient
+from runtime.online.connect import OnlineClient
+from runtime.online.node_pipeline import pipeline_for
+from runtime.online.redis_store import queue_row_reads
+from schemas.candidates import HistoryTouch
 from schemas.online.covisit import Neighbours, decode_neighbours, queue_neighbour_reads
 from schemas.online.feast_format import decode_timestamp_ns, stored_value
-from schemas.online.node_pipeline import pipeline_for
-from schemas.online.redis_store import queue_row_reads
+from schemas.online.history import decode_history, queue_history_reads
 from schemas.ranking import ZERO_ITEM_DENSE, item_dense_vector, user_dense_vector
 from schemas.records import BehaviorEvent
 from schemas.views import (
@@ -39,7 +41,7 @@ Row = dict[str, Any]
 TIMESTAMP = "_event_ms"
 # Behaviours whose items are not recommended back by default: just bought. Just-viewed
 # items stay: re-visits are common, and on the replayed Taobao day leaving them out cut
-# hit@10 from 0.28 to 0.11 (make eval-online, tests/benchmarks/README.md).
+# hit@10 from 0.28 to 0.11 (make eval-online, docs/evaluation.md).
 EXCLUDED_BEHAVIORS = frozenset({"buy"})
 # Errors of bytes that are not a stored row of this project (another writer, a corrupted
 # value): the row is unreadable, the batch is not.
@@ -121,6 +123,11 @@ class PipelineReads:
         queue_neighbour_reads(self._pipe, item_ids, per_item, self._project)
         return self._handle(len(item_ids), lambda replies: [decode_neighbours(r) for r in replies])
 
+    def histories(self, user_ids: Sequence[int]) -> int:
+        """Queue each user's history (``schemas.online.history``), most recent first."""
+        queue_history_reads(self._pipe, user_ids, self._project)
+        return self._handle(2 * len(user_ids), _decode_histories)
+
     def _handle(self, replies: int, decode: Callable[[list[Any]], list[Any]]) -> int:
         self._queued.append((replies, decode))
         return len(self._queued) - 1
@@ -135,6 +142,10 @@ class PipelineReads:
             out.append(decode(replies[at : at + count]))
             at += count
         return out
+
+
+def _decode_histories(replies: list[Any]) -> list[list[HistoryTouch]]:
+    return [decode_history(replies[n], replies[n + 1]) for n in range(0, len(replies), 2)]
 
 
 def row_decoder(
@@ -170,6 +181,8 @@ class UserFeatures:
     user_id: int
     items: list[int] = field(default_factory=list)  # recent clicks, oldest first
     categories: list[int] = field(default_factory=list)
+    behaviors: list[str] = field(default_factory=list)
+    event_ts: list[int] = field(default_factory=list)
     dense: list[float] = field(default_factory=lambda: user_dense_vector(0, 0, 0, 0))
     excluded: frozenset[int] = frozenset()
     features_at: int | None = None
@@ -190,6 +203,8 @@ def user_features(
     source = recent if recent and recent.get("item_ids") else window
     items = list(source.get("item_ids") or []) if source else []
     categories = list(source.get("category_ids") or []) if source else []
+    behaviors = list(source.get("behaviors") or []) if source else []
+    event_ts = list(source.get("event_ts") or []) if source else []
     dense = user_dense_vector(0, 0, 0, 0)
     if window:
         dense = user_dense_vector(
@@ -205,6 +220,8 @@ def user_features(
         user_id=user_id,
         items=items,
         categories=categories[: len(items)],
+        behaviors=behaviors[: len(items)],
+        event_ts=event_ts[: len(items)],
         dense=dense,
         excluded=frozenset(excluded),
         features_at=max(times) if times else None,
@@ -241,10 +258,19 @@ def fold_event(
     """
     items = [*user.items, event.item_id][-limit:]
     categories = [*user.categories, event.category_id][-limit:]
+    behaviors = [*user.behaviors, event.behavior][-limit:]
+    event_ts = [*user.event_ts, event.ts][-limit:]
     excluded = user.excluded
     if event.behavior in excluded_behaviors:
         excluded = excluded | {event.item_id}
-    return dataclasses.replace(user, items=items, categories=categories, excluded=excluded)
+    return dataclasses.replace(
+        user,
+        items=items,
+        categories=categories,
+        behaviors=behaviors,
+        event_ts=event_ts,
+        excluded=excluded,
+    )
 
 
 @dataclass(frozen=True)
@@ -303,17 +329,31 @@ class FeatureReader:
     def routes(
         self, category_ids: Sequence[int], item_ids: Sequence[int], per_item: int
     ) -> tuple[list[Row | None], list[Neighbours]]:
-        """What the trend and co-visit routes read, in one round trip: the trend rows of
-        ``category_ids``, and each of ``item_ids``' best ``per_item`` neighbours (empty
-        lists when ``per_item`` is 0). Both need only the users' rows, so they need not
-        wait for each other: on a cluster a round trip visits every master in turn."""
+        """What the trend and co-visit routes read, in one round trip (see
+        :meth:`routes_and_histories`)."""
+        rows, neighbours, _ = self.routes_and_histories(category_ids, item_ids, per_item, ())
+        return rows, neighbours
+
+    def routes_and_histories(
+        self,
+        category_ids: Sequence[int],
+        item_ids: Sequence[int],
+        per_item: int,
+        user_ids: Sequence[int],
+    ) -> tuple[list[Row | None], list[Neighbours], list[list[HistoryTouch]]]:
+        """What the trend, co-visit and recent routes read, in one round trip: the trend
+        rows of ``category_ids``, each of ``item_ids``' best ``per_item`` neighbours (empty
+        lists when ``per_item`` is 0) and the histories of ``user_ids``. All need only the
+        users' rows, so they need not wait for each other: on a cluster a round trip
+        visits every master in turn."""
         reads = self._reads()
         reads.rows(CATEGORY_TRENDS, category_ids)
-        if per_item >= 1:
-            reads.neighbours(item_ids, per_item)
+        neighbours_at = reads.neighbours(item_ids, per_item) if per_item >= 1 else None
+        histories_at = reads.histories(user_ids) if user_ids else None
         results = reads.execute()
-        neighbours = results[1] if per_item >= 1 else [[] for _ in item_ids]
-        return results[0], neighbours
+        neighbours = results[neighbours_at] if neighbours_at else [[] for _ in item_ids]
+        histories = results[histories_at] if histories_at else []
+        return results[0], neighbours, histories
 
     def items(
         self, item_ids: Sequence[int], stock_of: Sequence[int] | None = None

@@ -16,7 +16,7 @@ from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,
-    ITEM_DENSE_FEATURES,
+    CANDIDATE_FEATURES,
     PAD_INDEX,
     SEQ_CATS,
     SEQ_ITEMS,
@@ -36,7 +36,7 @@ class UserInput:
     user_dense: Sequence[float]  # [4]
     cand_items: npt.NDArray[np.int32]  # [c]
     cand_cats: npt.NDArray[np.int32]  # [c]
-    cand_dense: npt.NDArray[np.float32]  # [c, 5]
+    cand_dense: npt.NDArray[np.float32]  # [c, len(CANDIDATE_FEATURES)]
 
 
 def assemble(users: Sequence[UserInput]) -> dict[str, npt.NDArray[np.generic]]:
@@ -45,7 +45,7 @@ def assemble(users: Sequence[UserInput]) -> dict[str, npt.NDArray[np.generic]]:
     c = max((len(u.cand_items) for u in users), default=0) or 1
     cand_items = np.full((b, c), PAD_INDEX, dtype=np.int32)
     cand_cats = np.full((b, c), PAD_INDEX, dtype=np.int32)
-    cand_dense = np.zeros((b, c, len(ITEM_DENSE_FEATURES)), dtype=np.float32)
+    cand_dense = np.zeros((b, c, len(CANDIDATE_FEATURES)), dtype=np.float32)
     for row, user in enumerate(users):
         n = len(user.cand_items)
         cand_items[row, :n] = user.cand_items

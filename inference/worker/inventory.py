@@ -12,8 +12,8 @@ import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from schemas.online.connect import OnlineClient, connect, node_client
-from schemas.settings import Settings, redis_url_setting, setting
+from runtime.online.connect import OnlineClient, connect, node_client
+from runtime.settings import Settings, redis_url_setting, setting
 from schemas.views import PROJECT
 
 DEFAULT_PROJECT = PROJECT

@@ -24,11 +24,11 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from inference.worker.errors import WorkerError
 from inference.worker.stuck import CallClock
+from runtime.consumer import CONSUMER_DEFAULTS, topic_partitions
+from runtime.deadletter import DeadLetterPublisher
+from runtime.kafka import DEAD_LETTER_MAX_BYTES, ConsumerErrors, KafkaSettings
 from schemas.codec import RecordCodec, recommendation_codec, wall_clock_ms
-from schemas.consumer import CONSUMER_DEFAULTS, topic_partitions
-from schemas.deadletter import DeadLetterPublisher
 from schemas.errors import InvalidRecord
-from schemas.kafka import DEAD_LETTER_MAX_BYTES, ConsumerErrors, KafkaSettings
 from schemas.records import Recommendation, RecRequest
 
 logger = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from wsgiref.simple_server import WSGIServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from inference.worker.arrival import CREATE_TIME_MAX_AGE_MS, ORIGINS
+from runtime.metrics_server import LOOPBACK, serve_registry
 from schemas.errors import INVALID_RECORD_KINDS
-from schemas.metrics_server import LOOPBACK, serve_registry
 from schemas.records import TriggerFeatures
 from schemas.views import CATEGORY_TRENDS, ITEM_TRENDS, USER_CLICK_WINDOW, USER_RECENT_CLICKS
 
@@ -65,7 +65,9 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 SCORE_BUCKETS = tuple(round(0.05 * n, 2) for n in range(1, 21))
 # A variant's answers: scored by its model, failed by its model (timeout, unavailable,
 # bad output: what a canary is judged on), or degraded by something else (Redis, deadline).
-VARIANT_OUTCOMES = ("ok", "model_error", "degraded")
+# rerouted: the variant's version was not ready and Triton's default version answered
+# (schemas.records.Recommendation.rerouted_from); neither the variant's score nor its error.
+VARIANT_OUTCOMES = ("ok", "model_error", "degraded", "rerouted")
 # The label of answers given outside any traffic split.
 NO_VARIANT = "default"
 # Feature rows are seconds old when fresh; windows close every 5 minutes, so older is common.
@@ -203,6 +205,12 @@ class WorkerMetrics:
         self.inflight = Gauge(
             "streamrec_worker_triton_inflight",
             "Ranker requests in flight (including those waiting for a slot).",
+            registry=r,
+        )
+        self.rerouted = Counter(
+            "streamrec_worker_rerouted",
+            "Requests whose variant's version Triton had not ready, scored by its default "
+            "version instead (flagged rerouted_from).",
             registry=r,
         )
         self.variant_answers = Counter(

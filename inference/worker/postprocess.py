@@ -1,55 +1,13 @@
-"""From scored candidates to the final list (pure): filter, de-duplicate, diversify, top k."""
+"""From scored candidates to the final list (pure): the list itself is shared ground
+(``schemas.final_list``); the fallback ranking without the model is the worker's."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
-from schemas.records import RecItem, Route
-
-
-@dataclass(frozen=True)
-class Scored:
-    item_id: int
-    score: float
-    route: Route
-    category_id: int  # 0 = unknown; unknown categories are not capped
-
-
-def finalize(
-    scored: Sequence[Scored],
-    k: int,
-    excluded: Collection[int] = (),
-    out_of_stock: Collection[int] = (),
-    max_per_category: int = 3,
-) -> list[RecItem]:
-    """The best ``k`` items, best first.
-
-    Drops ``excluded`` (just viewed or bought), ``out_of_stock`` and repeats.
-    At most ``max_per_category`` items of one category, unless that leaves fewer
-    than ``k`` items: then the best of the capped ones fill the list, so a user
-    who only browses one category still gets ``k`` answers.
-    """
-    ranked = sorted(scored, key=lambda s: -s.score)  # stable: ties keep recall order
-    chosen: list[Scored] = []
-    held_back: list[Scored] = []
-    seen: set[int] = set()
-    per_category: dict[int, int] = {}
-    for item in ranked:
-        if item.item_id in seen or item.item_id in excluded or item.item_id in out_of_stock:
-            continue
-        seen.add(item.item_id)
-        count = per_category.get(item.category_id, 0)
-        if item.category_id and count >= max_per_category:
-            held_back.append(item)
-            continue
-        per_category[item.category_id] = count + 1
-        chosen.append(item)
-        if len(chosen) == k:
-            break
-    if len(chosen) < k:
-        chosen = sorted(chosen + held_back[: k - len(chosen)], key=lambda s: -s.score)
-    return [RecItem(item_id=s.item_id, score=s.score, route=s.route) for s in chosen]
+from schemas.final_list import Scored as Scored
+from schemas.final_list import finalize as finalize
+from schemas.records import Route
 
 
 def fallback_scores(
@@ -64,6 +22,7 @@ def fallback_scores(
     route_prior = {
         "request": 0.003,
         "covisit": 0.0025,
+        "recent": 0.0022,
         "embedding": 0.002,
         "trend": 0.001,
         "popular": 0.0,

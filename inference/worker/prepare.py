@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 import redis
 
 from inference.worker.artifacts import ModelArtifacts
@@ -38,21 +37,24 @@ from inference.worker.freshness import (
 from inference.worker.inputs import UserInput
 from inference.worker.item_index import IndexChoice
 from inference.worker.metrics import WorkerMetrics
-from inference.worker.recall import (
+from inference.worker.recall import EmbeddingIndex
+from inference.worker.scoring import Breaker
+from inference.worker.settings import WorkerSettings
+from inference.worker.shared_rows import SharedRows
+from schemas.candidates import HistoryTouch, RequestState, candidate_input
+from schemas.ranking import ITEM_DENSE_FEATURES
+from schemas.recall import (
     Candidate,
-    EmbeddingIndex,
     covisit_items,
+    covisit_totals,
     merge_routes,
+    own_items,
     recent_categories,
     recent_items,
     trend_items,
     user_routes,
 )
-from inference.worker.scoring import Breaker
-from inference.worker.settings import WorkerSettings
-from inference.worker.shared_rows import SharedRows
-from schemas.ranking import ITEM_DENSE_FEATURES
-from schemas.records import RecRequest, TriggerFeatures
+from schemas.records import RecRequest, Route, TriggerFeatures
 from schemas.windows import SEQUENCE_LIMIT
 
 logger = logging.getLogger(__name__)
@@ -69,6 +71,18 @@ class PreparedRequest:
     categories: list[int]  # raw category of each candidate, 0 = unknown
     reasons: list[str] = field(default_factory=list)
     trigger_features: TriggerFeatures | None = None
+    # The user's own items (fresh view and history): the new-item quota counts the rest.
+    touched: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class UserRoutes:
+    """What the store-backed routes found for one user."""
+
+    trend: list[int] = field(default_factory=list)
+    covisit: list[int] = field(default_factory=list)
+    covisit_scores: dict[int, float] = field(default_factory=dict)
+    history: list[HistoryTouch] = field(default_factory=list)
 
 
 @dataclass
@@ -132,14 +146,26 @@ class BatchPreparer:
         embedding = self.index.search(clicks, self.settings.embedding_candidates, click_categories)
         routes = self._routes(users) if redis_ok else None
         redis_ok = redis_ok and routes is not None
-        trends, covisit = routes or ([[] for _ in users], [[] for _ in users])
-        candidates = [
-            merge_routes(
-                user_routes(req.candidates, emb, trend, self._popular, covisit=cov),
-                limit=self.settings.max_candidates,
-                min_count=2 * req.k,
+        found = routes or [UserRoutes() for _ in users]
+        recall = [
+            user_routes(
+                req.candidates,
+                emb,
+                got.trend,
+                self._popular,
+                covisit=got.covisit,
+                recent=own_items(
+                    user.items,
+                    [touch.item_id for touch in got.history],
+                    self.settings.recent_candidates,
+                    user.excluded,
+                ),
             )
-            for req, emb, trend, cov in zip(requests, embedding, trends, covisit, strict=True)
+            for req, user, emb, got in zip(requests, users, embedding, found, strict=True)
+        ]
+        candidates = [
+            merge_routes(lists, limit=self.settings.max_candidates, min_count=2 * req.k)
+            for req, lists in zip(requests, recall, strict=True)
         ]
         timings["recall"] = time.perf_counter() - start
         for cands in candidates:
@@ -151,16 +177,20 @@ class BatchPreparer:
         items = items if items is not None else {}
         timings["features"] += time.perf_counter() - start
         prepared = []
-        columns = zip(requests, users, candidates, clicks, trigger_outcomes, strict=True)
-        for req, user, cands, seq, outcome in columns:
+        columns = zip(requests, users, candidates, recall, found, trigger_outcomes, strict=True)
+        for req, user, cands, lists, got, outcome in columns:
             reasons = [] if redis_ok else [REDIS_DOWN]
             if not cands:
                 reasons.append(NO_CANDIDATES)
             if outcome == "missing":
                 reasons.append(TRIGGER_MISSING)
-            model_input, categories = self._model_input(user, seq, cands, items)
+            state = request_state(req, user, lists, got, self.settings.max_candidates)
+            model_input, categories = self._model_input(user, state, cands, items)
+            touched = frozenset(user.items) | {touch.item_id for touch in got.history}
             prepared.append(
-                PreparedRequest(req, user, cands, model_input, categories, reasons, outcome)
+                PreparedRequest(
+                    req, user, cands, model_input, categories, reasons, outcome, touched
+                )
             )
         return PreparedBatch(prepared, items, out_of_stock, timings)
 
@@ -222,15 +252,15 @@ class BatchPreparer:
         self.metrics.fresh_waits.labels("caught_up" if caught_up else "fruitless").inc()
         return lacking
 
-    def _routes(
-        self, users: Sequence[UserFeatures]
-    ) -> tuple[list[list[int]], list[list[int]]] | None:
-        """Each user's trend and co-visit routes, from one round trip; None when Redis failed.
+    def _routes(self, users: Sequence[UserFeatures]) -> list[UserRoutes] | None:
+        """Each user's trend, co-visit and history reads, from one round trip; None when
+        Redis failed.
 
         Trends: the top items of the user's recent categories (rows shared across
         batches through the cache). Co-visit: what other users clicked next to the
         user's last clicks; items the model never saw come out too, and rank with
         the OOV embedding and the category of their trends row (``_model_input``).
+        History: the user's own items of the last days, for the ``recent`` route.
         """
         categories = [recent_categories(u.categories) for u in users]
         wanted_categories = sorted({c for cats in categories for c in cats})
@@ -238,8 +268,11 @@ class BatchPreparer:
         limit = self.settings.covisit_candidates
         clicks = [recent_items(u.items, self.settings.covisit_clicks) for u in users]
         wanted_items = sorted({i for items in clicks for i in items}) if limit else []
+        user_ids = [u.user_id for u in users] if self.settings.recent_candidates else []
         try:
-            fetched, lists = self.reader.routes(missing, wanted_items, limit)
+            fetched, lists, histories = self.reader.routes_and_histories(
+                missing, wanted_items, limit, user_ids
+            )
         except redis.RedisError as exc:
             self._redis_failed(exc)
             return None
@@ -250,12 +283,19 @@ class BatchPreparer:
         tops = {c: top_items(cached[c]) for c in wanted_categories}
         found = dict(zip(wanted_items, lists, strict=True))
         trend_limit = self.settings.trend_candidates
-        trends = [trend_items([tops[c] for c in cats], trend_limit) for cats in categories]
-        covisit = [
-            covisit_items([found[i] for i in items if i in found], limit, user.excluded)
-            for user, items in zip(users, clicks, strict=True)
-        ]
-        return trends, covisit
+        histories = histories or [[] for _ in users]
+        out = []
+        for user, cats, items, history in zip(users, categories, clicks, histories, strict=True):
+            neighbours = [found[i] for i in items if i in found]
+            out.append(
+                UserRoutes(
+                    trend=trend_items([tops[c] for c in cats], trend_limit),
+                    covisit=covisit_items(neighbours, limit, user.excluded),
+                    covisit_scores=covisit_totals(neighbours, user.excluded),
+                    history=history,
+                )
+            )
+        return out
 
     def _items(self, wanted: list[int]) -> tuple[dict[int, ItemFeatures] | None, set[int]]:
         """The candidates' item features (shared ones from the cache) and the out-of-stock
@@ -276,32 +316,31 @@ class BatchPreparer:
     def _model_input(
         self,
         user: UserFeatures,
-        seq: npt.NDArray[np.int32],
+        state: RequestState,
         cands: Sequence[Candidate],
         items: dict[int, ItemFeatures],
     ) -> tuple[UserInput, list[int]]:
+        """The ranker's inputs for one request: ``schemas.candidates.candidate_input``,
+        which training computes its rows with too."""
         art = self.artifacts
-        vocab = art.vocab
         cand_ids = [c.item_id for c in cands]
-        cand_items = vocab.item_index(cand_ids)
-        # The model's own item → category table first; the trends row for unseen items.
-        raw_cats = art.category_of(cand_items).copy()
-        for j, item_id in enumerate(cand_ids):
-            if raw_cats[j] == 0 and item_id in items:
-                raw_cats[j] = items[item_id].category_id
         zero = [0.0] * len(ITEM_DENSE_FEATURES)
         dense = np.asarray(
             [items[i].dense if i in items else zero for i in cand_ids], dtype=np.float32
         ).reshape(len(cand_ids), len(ITEM_DENSE_FEATURES))
-        model_input = UserInput(
-            seq_items=seq,
-            seq_cats=vocab.category_index(user.categories),
-            user_dense=user.dense,
-            cand_items=cand_items,
-            cand_cats=vocab.category_index(raw_cats),
-            cand_dense=dense,
+        row_categories = [items[i].category_id if i in items else 0 for i in cand_ids]
+        given = candidate_input(
+            state, cand_ids, art.item_categories, row_categories, dense, user.dense, art.vocab
         )
-        return model_input, [int(c) for c in raw_cats]
+        model_input = UserInput(
+            seq_items=given.seq_items,
+            seq_cats=given.seq_cats,
+            user_dense=user.dense,
+            cand_items=given.cand_items,
+            cand_cats=given.cand_cats,
+            cand_dense=given.cand_dense,
+        )
+        return model_input, given.categories
 
     def _redis_failed(self, exc: Exception) -> None:
         if self.redis_breaker.closed:
@@ -316,3 +355,28 @@ class BatchPreparer:
     def _count_lookups(self, view: str, rows: Sequence[object]) -> None:
         self.metrics.feature_lookups.labels(view).inc(len(rows))
         self.metrics.feature_missing.labels(view).inc(sum(1 for r in rows if r is None))
+
+
+def request_state(
+    request: RecRequest,
+    user: UserFeatures,
+    routes: dict[Route, Sequence[int]],
+    found: UserRoutes,
+    candidate_limit: int,
+) -> RequestState:
+    """What the candidate features read of one request (pure). Its time is the trigger's
+    (the event that prompted it), else the user's latest event: features are about event
+    time, as in training, never the worker's clock."""
+    latest = max(user.event_ts, default=0)
+    now = request.trigger.ts if request.trigger is not None else latest
+    return RequestState(
+        now_ms=now,
+        items=user.items,
+        categories=user.categories,
+        behaviors=user.behaviors,
+        event_ts=user.event_ts,
+        history=found.history,
+        routes=routes,
+        covisit_scores=found.covisit_scores,
+        candidate_limit=candidate_limit,
+    )

@@ -10,7 +10,10 @@ of the way for ``retry_after_ms`` so later batches answer at once.
 Under a traffic split (:mod:`inference.worker.routing`) the users of each variant
 are chunked apart and their requests ask Triton for the variant's version. Each
 version has its own breaker: a failing canary sends its own users to the fallback
-and leaves the champion's users on the ranker.
+and leaves the champion's users on the ranker. A version Triton has no ready copy
+of (being loaded or unloaded: not the model's failure) is asked again without a
+version, so Triton's default (newest ready) version scores, and the answers say so
+(``rerouted_from``); for ``retry_after_ms`` that version's users go there directly.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 from inference.worker.deadline import DEADLINE_EXCEEDED
-from inference.worker.errors import RankerTimeout, RankerUnavailable
+from inference.worker.errors import RankerTimeout, RankerUnavailable, VersionNotReady
 from inference.worker.inputs import assemble, chunks, output_problem, split_scores
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.postprocess import Scored, fallback_scores, finalize
@@ -50,6 +53,7 @@ class Ranked:
     reasons: list[str]
     variant: str = ""  # the split's variant that answered ("" without a split)
     registry_version: str = ""
+    rerouted_from: int | None = None  # the variant's version, when another one scored
 
 
 class Ranker:
@@ -64,6 +68,8 @@ class Ranker:
         self.scorer = scorer
         self.breaker = breaker  # Triton's default version's; each split version gets its own
         self._version_breakers: dict[int, Breaker] = {}
+        # Open for a version Triton said was not ready: its users go to the default one.
+        self._not_ready: dict[int, Breaker] = {}
         self.users_per_request = users_per_request
         self.popular_rank = {item: rank for rank, item in enumerate(popular)}
         self.metrics = metrics
@@ -112,15 +118,49 @@ class Ranker:
     async def _score_chunk(
         self, batch: PreparedBatch, reqs: list[PreparedRequest], variant: Variant | None
     ) -> list[Ranked]:
-        breaker = self._breaker(variant)
+        if variant is None:
+            return await self._call(batch, reqs, None, self.breaker)
+        gate = self._not_ready.setdefault(variant.version, self.breaker.fresh())
+        if not gate.admits():
+            return await self._rerouted(batch, reqs, variant.version)
+        try:
+            ranked = await self._call(batch, reqs, variant.version, self._breaker(variant))
+        except VersionNotReady as exc:
+            if gate.closed:
+                logger.warning("%s; its users go to Triton's default version meanwhile", exc)
+            gate.failed()
+            return await self._rerouted(batch, reqs, variant.version)
+        gate.succeeded()  # Triton has the version (whatever else the call met)
+        return ranked
+
+    async def _rerouted(
+        self, batch: PreparedBatch, reqs: list[PreparedRequest], version: int
+    ) -> list[Ranked]:
+        """Scored by Triton's default version instead of ``version``, and flagged."""
+        ranked = await self._call(batch, reqs, None, self.breaker)
+        for result in ranked:
+            if result.model_version != FALLBACK_VERSION:
+                result.rerouted_from = version
+                self.metrics.rerouted.inc()
+        return ranked
+
+    async def _call(
+        self,
+        batch: PreparedBatch,
+        reqs: list[PreparedRequest],
+        requested: int | None,
+        breaker: Breaker,
+    ) -> list[Ranked]:
+        """The chunk scored by ``requested`` (None: the default version), or its fallback;
+        VersionNotReady propagates: the caller asks another version."""
         if not breaker.admits():
             return self._fallback(batch, reqs, TRITON_DOWN)
         self.metrics.inflight.inc()
         inputs = assemble([r.model_input for r in reqs])
         try:
-            scores, version = await self.scorer.score(
-                inputs, None if variant is None else variant.version
-            )
+            scores, version = await self.scorer.score(inputs, requested)
+        except VersionNotReady:
+            raise
         except RankerTimeout as exc:
             self._failed(exc, breaker)
             return self._fallback(batch, reqs, TRITON_TIMEOUT)
@@ -185,6 +225,7 @@ def recommendations(
     ranked: list[Ranked],
     max_per_category: int,
     now_ms: int,
+    min_new_items: int = 0,
 ) -> list[Recommendation]:
     """Post-process each request's scored candidates into its answer (pure)."""
     out = []
@@ -197,6 +238,8 @@ def recommendations(
             excluded=req.user.excluded,
             out_of_stock=batch.out_of_stock,
             max_per_category=max_per_category,
+            touched=req.touched,
+            min_new=min_new_items,
         )
         reasons = sorted(set(req.reasons + result.reasons))
         out.append(
@@ -212,6 +255,7 @@ def recommendations(
                 trigger_features=req.trigger_features,
                 variant=result.variant,
                 registry_version=result.registry_version,
+                rerouted_from=result.rerouted_from,
             )
         )
     return out

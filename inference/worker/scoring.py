@@ -20,12 +20,28 @@ import grpc  # type: ignore[import-untyped]
 import numpy as np
 import numpy.typing as npt
 
-from inference.worker.errors import ArtifactsError, RankerTimeout, RankerUnavailable
+from inference.worker.errors import (
+    ArtifactsError,
+    RankerTimeout,
+    RankerUnavailable,
+    VersionNotReady,
+)
 from schemas.model_files import ModelPathError, served_file_path
-from schemas.ranking import CAND_ITEMS, INPUT_NAMES, MANIFEST_FILE, SCORES
+from schemas.ranking import (
+    CAND_DENSE,
+    CAND_ITEMS,
+    CANDIDATE_FEATURES,
+    INPUT_NAMES,
+    MANIFEST_FILE,
+    SCORES,
+)
 
 # A client deadline, or the model's queue dropping a request whose budget ran out.
 _TIMED_OUT = re.compile(r"Deadline|timeout expired", re.IGNORECASE)
+# Triton's answer to a request for a version it does not serve at that moment:
+# "Request for unknown model: 'ranker_python' version 2 is not at ready state" while
+# it loads or unloads, "... version 2 is not found" once it is gone.
+_NOT_READY = re.compile(r"unknown model.* version \d+ is not (at ready state|found)")
 
 Inputs = dict[str, npt.NDArray[np.generic]]
 _TRITON_DTYPES: dict[np.dtype[np.generic], str] = {
@@ -165,6 +181,8 @@ class TritonScorer:
             status = str(exc.status() or "")
             if "DEADLINE_EXCEEDED" in status or _TIMED_OUT.search(str(exc)):
                 raise RankerTimeout(f"Triton gave no answer in {self._timeout_s} s") from exc
+            if version is not None and _NOT_READY.search(str(exc)):
+                raise VersionNotReady(f"Triton: {exc}") from exc
             raise RankerUnavailable(f"Triton: {exc}") from exc
         except (grpc.RpcError, OSError) as exc:  # the channel itself failing
             raise RankerUnavailable(f"Triton: {exc!r}") from exc
@@ -178,6 +196,16 @@ class TritonScorer:
             raise RankerUnavailable("Triton's answer has no scores")
         answered = result.get_response().model_version or "unknown"
         return scores.astype(np.float32, copy=False), f"{self._model}:{answered}"
+
+    async def ready(self) -> bool:
+        """Whether Triton has the model ready to serve (a default version), within budget."""
+        try:
+            ready: bool = await asyncio.wait_for(
+                self._client.is_model_ready(self._model), self._timeout_s
+            )
+        except Exception:
+            return False
+        return ready
 
     async def close(self) -> None:
         await self._client.close()
@@ -235,6 +263,28 @@ class RouteOrderScorer:
         users, candidates = inputs[CAND_ITEMS].shape
         order = -np.arange(candidates, dtype=np.float32)
         return np.tile(order, (users, 1)), ROUTE_ORDER_VERSION
+
+    async def close(self) -> None:
+        return None
+
+
+RECENT_FIRST_VERSION = "none:recent-first"
+_RECENT_RANK = CANDIDATE_FEATURES.index("recent_rank")
+_MERGE_POSITION = CANDIDATE_FEATURES.index("merge_position")
+
+
+class RecentFirstScorer:
+    """No ranker: the user's own items by recency first (the ``recent`` route's order), then
+    the rest in recall merge order; read from the candidate features the worker computed."""
+
+    async def score(
+        self, inputs: Inputs, version: int | None = None
+    ) -> tuple[npt.NDArray[np.float32], str]:
+        dense = np.asarray(inputs[CAND_DENSE], dtype=np.float32)
+        recent, position = dense[..., _RECENT_RANK], dense[..., _MERGE_POSITION]
+        own = 2.0 + recent  # 1 / (1 + rank) > 0: every own item above every other one
+        scores = np.where(recent > 0, own, 1.0 - position).astype(np.float32)
+        return scores, RECENT_FIRST_VERSION
 
     async def close(self) -> None:
         return None

@@ -1,6 +1,6 @@
 """The worker's one frozen settings object: environment first, command-line flags over it.
 
-Every field is read the way :mod:`schemas.settings` reads them; ``streamrec-worker
+Every field is read the way :mod:`runtime.settings` reads them; ``streamrec-worker
 --help`` lists each variable with its default.
 """
 
@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inference.worker.errors import SettingsError
-from schemas.kafka import KafkaSettings
-from schemas.records import BEHAVIORS
-from schemas.settings import (
+from runtime.kafka import KafkaSettings
+from runtime.settings import (
     DEFAULT_MODEL_DIR,
     ENV_PREFIX,
     MODEL_DIR_ENV,
@@ -25,11 +24,15 @@ from schemas.settings import (
     setting,
     variables,
 )
+from schemas.final_list import MIN_NEW_ITEMS
+from schemas.records import BEHAVIORS
 from schemas.topics import REC_REQUESTS, RECOMMENDATIONS
 from schemas.views import PROJECT
 
 WORKER_PREFIX = ENV_PREFIX + "WORKER_"
-SCORERS = ("triton", "onnx", "none")
+# none: the recall merge order; recent-first: the user's own items by recency, then that
+# order (the heuristics a ranker must beat, make eval-online).
+SCORERS = ("triton", "onnx", "none", "recent-first")
 LOG_LEVEL_ENV = ENV_PREFIX + "LOG_LEVEL"
 
 
@@ -112,6 +115,15 @@ class WorkerSettings(Settings):
     warm_up_batches: int = setting(
         4, env="STREAMREC_WORKER_WARM_UP_BATCHES", help="warm-up batches at start (0 = none)"
     )
+    # A worker started before any model is published would warm up against nothing
+    # (Triton: "'ranker_python' is not found") and serve its first requests cold: it
+    # waits this long for the model to be servable, and if it still is not, polls anyway
+    # and runs the warm-up again between batches once the model appears.
+    warm_up_wait_ms: int = setting(
+        30_000,
+        env="STREAMREC_WORKER_WARM_UP_WAIT_MS",
+        help="wait for Triton to have the model ready before the warm-up (0 = no wait)",
+    )
     # After a failure the dependency is skipped (fallback) for this long, then one call a
     # period tries it (inference.worker.scoring.Breaker). Short, because the failures a busy
     # box sees are stalls of a second, not outages: at 1,000 ms one Triton stall in the demo
@@ -159,6 +171,11 @@ class WorkerSettings(Settings):
     covisit_clicks: int = setting(
         5, env="STREAMREC_WORKER_COVISIT_CLICKS", help="recall: last clicks whose co-visits count"
     )
+    # The user's own items: the fresh view's, then the history's, most recent first
+    # (schemas.online.history). Returns are the commonest next step on a shop.
+    recent_candidates: int = setting(
+        30, env="STREAMREC_WORKER_RECENT_CANDIDATES", help="recall: the user's own items (0 = off)"
+    )
     popular_candidates: int = setting(
         50, env="STREAMREC_WORKER_POPULAR_CANDIDATES", help="recall: popular items"
     )
@@ -205,6 +222,13 @@ class WorkerSettings(Settings):
     )
     max_per_category: int = setting(
         3, env="STREAMREC_WORKER_MAX_PER_CATEGORY", help="diversity cap per answer"
+    )
+    # At least this many answers are items the user never touched, where recall has them
+    # (schemas.final_list): the rest may all be returns to viewed items.
+    min_new_items: int = setting(
+        MIN_NEW_ITEMS,
+        env="STREAMREC_WORKER_MIN_NEW_ITEMS",
+        help="answers that are items new to the user (0 = no quota)",
     )
     exactly_once: bool = setting(
         False, env="STREAMREC_WORKER_EXACTLY_ONCE", help="Kafka transactions"
@@ -300,7 +324,10 @@ class WorkerSettings(Settings):
             "fresh_wait_give_up",
             "covisit_candidates",
             "covisit_clicks",
+            "recent_candidates",
+            "min_new_items",
             "warm_up_batches",
+            "warm_up_wait_ms",
         ):
             if (value := getattr(self, name)) < 0:
                 raise SettingsError(f"{self.variable(name)} must be >= 0 (0 = off), got {value}")

@@ -28,8 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import logging
+import os
+import socket
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,7 @@ from inference.worker.routing import NO_SPLIT, RoutingWatcher
 from inference.worker.scoring import (
     Breaker,
     OnnxScorer,
+    RecentFirstScorer,
     RouteOrderScorer,
     Scorer,
     TritonScorer,
@@ -58,12 +63,22 @@ from inference.worker.scoring import (
 from inference.worker.settings import WorkerSettings
 from inference.worker.stuck import unless_stuck
 from inference.worker.warm_up import popular_click, warm_up, warm_up_sizes
+from runtime.online.connect import OnlineClient, connect
 from schemas.codec import request_codec, wall_clock_ms
-from schemas.online.connect import OnlineClient, connect
+from schemas.model_files import MANIFEST_FILE
 from schemas.records import Recommendation
-from schemas.routing import Routing, routing_key
+from schemas.routing import Routing, RoutingAck, ack_key, encode_ack, routing_key
 
 logger = logging.getLogger(__name__)
+
+
+def beats_recall_order(model_dir: Path) -> bool:
+    """False only when the model's manifest says training found it worse than recall."""
+    try:
+        manifest = json.loads((model_dir / MANIFEST_FILE).read_text())
+    except (OSError, ValueError):
+        return True  # no manifest to read: the scorer's own checks speak
+    return manifest.get("beats_recall_order") is not False
 
 
 @dataclass
@@ -75,10 +90,21 @@ class Stats:
 
 
 def build_scorer(settings: WorkerSettings) -> Scorer:
+    if not beats_recall_order(settings.model_dir):
+        # Training measured the model below the order it re-ranks: answers keep the
+        # recall order, and their model_version says so (ROUTE_ORDER_VERSION).
+        logger.warning(
+            "%s: the model does not beat the recall order (manifest.json); answering in "
+            "recall order",
+            settings.model_dir,
+        )
+        return RouteOrderScorer()
     if settings.scorer == "onnx":
         return OnnxScorer(settings.model_dir)
     if settings.scorer == "none":
         return RouteOrderScorer()
+    if settings.scorer == "recent-first":
+        return RecentFirstScorer()
     return TritonScorer(
         settings.triton_url,
         settings.triton_model,
@@ -160,10 +186,27 @@ class Worker:
             value: bytes | None = client.get(key)  # type: ignore[assignment]
             return value
 
+        acks = ack_key(self.settings.project, self.settings.triton_model)
+        # Long enough to outlive any poll: the hash goes only when no worker is left.
+        ttl_ms = max(60_000, 10 * self.settings.routing_poll_ms)
+        worker = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+        def report(ack: RoutingAck) -> None:
+            pipe = client.pipeline(transaction=False)
+            pipe.hset(acks, worker, encode_ack(ack))  # type: ignore[arg-type]
+            pipe.pexpire(acks, ttl_ms)
+            pipe.execute()
+
+        def forget() -> None:
+            client.hdel(acks, worker)
+
         return RoutingWatcher(
             read,
             self.settings.routing_poll_ms,
             self._routing_changed,
+            report=report,
+            worker=worker,
+            forget=forget,
         )
 
     def _routing_changed(self, routing: Routing | None) -> None:
@@ -200,10 +243,19 @@ class Worker:
         delivering: collections.deque[asyncio.Task[None]] = collections.deque()
         # Deliveries that may still be in flight as the next batch is handed over.
         ahead = 1 if self.settings.overlap_delivery and not self.settings.exactly_once else 0
+        appeared: asyncio.Task[None] | None = None
         try:
+            servable = await self._servable(stop)
             await self._warm_up()
+            # Not servable yet: watched in the background; the warm-up runs again between
+            # batches as soon as the model appears, before the requests that follow it.
+            if not servable:
+                appeared = asyncio.create_task(self._until_servable(stop))
             logger.info("polling %s", self.settings.requests_topic)  # readiness, in the log
             while not stop.is_set():
+                if appeared is not None and appeared.done():
+                    appeared = None
+                    await self._warm_up("the model is servable now")
                 polled, prepared = await asyncio.to_thread(self._poll_and_prepare)
                 if scoring is not None:
                     await scoring  # one batch is scored at a time
@@ -229,12 +281,40 @@ class Worker:
         except DeliveryStuck:
             raise  # closing would wait on the blocked client as well
         except BaseException:
+            if appeared is not None:
+                appeared.cancel()
             await _settled(scoring, *delivering)
             await self._close()
             raise
+        if appeared is not None:
+            appeared.cancel()
         await self._close()
 
-    async def _warm_up(self) -> None:
+    async def _servable(self, stop: asyncio.Event) -> bool:
+        """Wait up to ``warm_up_wait_ms`` for Triton to have the model ready; whether it has.
+        The in-process scorers always have theirs."""
+        if not isinstance(self.scorer, TritonScorer) or not self.settings.warm_up_batches:
+            return True
+        if await self.scorer.ready():
+            return True
+        wait_s = self.settings.warm_up_wait_ms / 1000
+        logger.info("waiting up to %g s for Triton to serve %s before warming up",
+                    wait_s, self.settings.triton_model)  # fmt: skip
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and not stop.is_set():
+            await asyncio.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+            if await self.scorer.ready():
+                return True
+        logger.warning("%s not servable after %g s: polling anyway, warming up once it is",
+                       self.settings.triton_model, wait_s)  # fmt: skip
+        return False
+
+    async def _until_servable(self, stop: asyncio.Event) -> None:
+        assert isinstance(self.scorer, TritonScorer)
+        while not stop.is_set() and not await self.scorer.ready():
+            await asyncio.sleep(0.5)
+
+    async def _warm_up(self, why: str = "") -> None:
         """Made-up batches through the whole path before the first poll (see warm_up.py)."""
         if not self.settings.warm_up_batches or self.scorer is None:
             return
@@ -248,7 +328,9 @@ class Worker:
             popular_click(self.preparer.artifacts, wall_clock_ms()),
             self.settings.max_per_category,
         )
-        (logger.warning if warmed.failures else logger.info)("warmed up: %s", warmed.line())
+        (logger.warning if warmed.failures else logger.info)(
+            "warmed up%s: %s", f" ({why})" if why else "", warmed.line()
+        )
 
     def _poll_and_prepare(self) -> tuple[Polled, PreparedBatch | None]:
         start = time.perf_counter()
@@ -282,13 +364,25 @@ class Worker:
         try:  # the gather clock was told when this batch was handed over
             appended = [appended_ms(message) for message, _ in polled.records]
             late = late_positions(appended, wall_clock_ms(), self.settings.deadline_ms)
-            view = self.routing.view if self.routing is not None else NO_SPLIT
-            ranked = await self.ranker.rank(prepared, late, view)
+            # Taken, and released once scored: until then this worker's acknowledgement
+            # names the view's versions, and no controller unloads them.
+            view = self.routing.acquire() if self.routing is not None else NO_SPLIT
+            try:
+                ranked = await self.ranker.rank(prepared, late, view)
+            finally:
+                if self.routing is not None:
+                    self.routing.release(view)
         finally:
             self._gather.scored()
         self.metrics.stage_seconds.labels("rank").observe(time.perf_counter() - start)
         start = time.perf_counter()
-        recs = recommendations(prepared, ranked, self.settings.max_per_category, wall_clock_ms())
+        recs = recommendations(
+            prepared,
+            ranked,
+            self.settings.max_per_category,
+            wall_clock_ms(),
+            self.settings.min_new_items,
+        )
         self.metrics.stage_seconds.labels("postprocess").observe(time.perf_counter() - start)
         return recs
 
@@ -349,7 +443,9 @@ class Worker:
 
     def _count_variant(self, rec: Recommendation, seconds: float) -> None:
         m, variant = self.metrics, rec.variant or NO_VARIANT
-        if not rec.degraded:
+        if rec.rerouted_from is not None:
+            outcome = "rerouted"
+        elif not rec.degraded:
             outcome = "ok"
             for item in rec.items:
                 m.variant_scores.labels(variant).observe(item.score)

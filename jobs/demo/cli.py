@@ -62,8 +62,8 @@ from jobs.localstack.process import port_in_use
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import compare
+from runtime.settings import DEFAULT_MODEL_DIR, MODEL_DIR_ENV, Settings, setting
 from schemas.metrics_ports import LOOPBACK, METRICS_PORTS
-from schemas.settings import DEFAULT_MODEL_DIR, MODEL_DIR_ENV, Settings, setting
 
 # Which principal each part runs as on a secured stack (jobs.localstack.roles).
 PART_ROLE = {"feature-job": "features", "feature-writer": "writer", "worker": "worker"}

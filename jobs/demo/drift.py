@@ -12,8 +12,8 @@ from pathlib import Path
 from jobs.demo.loop import RunTopics
 from jobs.drift.reference import REFERENCE_FILE
 from jobs.replay.readback import high_watermarks, read_range
+from runtime.kafka import KafkaSettings
 from schemas.codec import drift_codec
-from schemas.kafka import KafkaSettings
 from schemas.records import DriftAlert
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

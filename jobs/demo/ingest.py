@@ -6,9 +6,9 @@ from confluent_kafka import Producer
 
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.verify import Consumed, RoundTrip
+from runtime.deadletter import DeadLetterPublisher, DeadLetterRouter
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec
-from schemas.deadletter import DeadLetterPublisher, DeadLetterRouter
-from schemas.kafka import KafkaSettings
 
 PARTITIONS = 4
 

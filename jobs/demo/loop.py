@@ -23,17 +23,17 @@ from jobs.localstack.process import port_in_use
 from jobs.localstack.redis_acl import project_key_globs
 from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
-from schemas.codec import event_codec, feature_update_codec, recommendation_codec, request_codec
-from schemas.features import view_of
-from schemas.kafka import (
+from runtime.kafka import (
     KafkaSettings,
     TopicSpec,
     dead_letter_spec,
     ensure_topics,
     request_topic_spec,
 )
-from schemas.online.connect import connect
-from schemas.online.redis_store import read_rows
+from runtime.online.connect import connect
+from runtime.online.redis_store import read_rows
+from schemas.codec import event_codec, feature_update_codec, recommendation_codec, request_codec
+from schemas.features import view_of
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 from schemas.views import PROJECT

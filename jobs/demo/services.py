@@ -27,8 +27,8 @@ from jobs.localstack.service import ServiceStatus
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
 from jobs.ranker.artifacts import MANIFEST
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import connect
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import connect
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVED_MODEL = "ranker_python"  # the python-backend model: the wheel's binary has no ORT backend
@@ -95,8 +95,11 @@ def ensure_model(model_dir: Path) -> None:
 
 
 def _run(module_args: list[str]) -> None:
-    # Output goes straight to the terminal: training shows its own progress.
-    subprocess.run([sys.executable, "-m", *module_args], cwd=PROJECT_ROOT, check=True)
+    # Output goes straight to the terminal: training shows its own progress. On stderr:
+    # a check that trains first must not hand the training's RESULT line to the results
+    # recorder (tests/results.py reads stdout) as its own.
+    subprocess.run([sys.executable, "-m", *module_args], cwd=PROJECT_ROOT, check=True,
+                   stdout=sys.stderr)  # fmt: skip
 
 
 def publish_if_new(model_dir: Path, models_root: Path) -> bool:
@@ -171,7 +174,7 @@ def yield_primary(statuses: Sequence[ServiceStatus], niceness: int) -> int | Non
     path (the writer's upserts and their fsyncs, the replication stream) and the
     worker's rare traffic-split reads. Unniced, its 0.11 of a core competed with the
     request path for the two cores; niced, the demo's p99 was 46-52 ms against 54-81
-    in four alternating pairs (tests/benchmarks/README.md). Only a primary the demo
+    in four alternating pairs (docs/benchmarks.md, the demo). Only a primary the demo
     started itself is lowered: it stops with the run (with ``--keep-stack`` it runs on
     niced until ``make down``), and a stack kept from ``make up`` keeps its priority.
     """

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from jobs.demo.outcome import Answered
-from schemas.online.connect import connect
-from schemas.online.redis_store import read_rows
+from runtime.online.connect import connect
+from runtime.online.redis_store import read_rows
 from schemas.views import PROJECT
 
 SHOWN = 3

@@ -22,11 +22,11 @@ from jobs.drift.metrics import DriftMetrics, serve
 from jobs.drift.reference import load_reference
 from jobs.drift.reference_cli import add_reference_parser, run_reference
 from jobs.drift.settings import DriftSettings
+from runtime.consumer import RecordConsumer
+from runtime.kafka import TopicSpec, dead_letter_spec, ensure_topics
+from runtime.redact import install_redaction
+from runtime.settings import variables_help
 from schemas.codec import feature_update_codec, recommendation_codec
-from schemas.consumer import RecordConsumer
-from schemas.kafka import TopicSpec, dead_letter_spec, ensure_topics
-from schemas.redact import install_redaction
-from schemas.settings import variables_help
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("jobs.drift")

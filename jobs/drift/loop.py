@@ -26,8 +26,8 @@ from jobs.drift.reports import prune_reports, write_report
 from jobs.drift.scores import BASELINE_FILE, score_reference, with_scores
 from jobs.drift.settings import DriftSettings
 from jobs.drift.window import Window
+from runtime.consumer import RecordConsumer
 from schemas.codec import drift_codec, wall_clock_ms
-from schemas.consumer import RecordConsumer
 from schemas.features import UserRecentEvents
 from schemas.records import DriftAlert, Recommendation
 

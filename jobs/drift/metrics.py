@@ -12,7 +12,7 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from schemas.metrics_server import LOOPBACK, serve_registry
+from runtime.metrics_server import LOOPBACK, serve_registry
 from schemas.records import DriftAlert
 
 STATUSES = ("ok", "drift", "insufficient_data")

@@ -1,7 +1,7 @@
 """The reference distribution: drift columns of the feature rows a dataset produces.
 
 :func:`changelog_from_events` runs the pure-Python feature reference
-(:mod:`jobs.features.reference`, which reproduces the Flink job's changelog
+(:mod:`schemas.reference`, which reproduces the Flink job's changelog
 rows) over events and returns the rows in the order the job emits them: a
 window when it closes, a fresh user row when its event arrives.
 
@@ -22,25 +22,24 @@ import pandas as pd
 
 from jobs.drift.columns import COLUMN_NAMES, DriftRow, drift_rows
 from jobs.drift.errors import ReferenceUnavailable
-from jobs.features.reference import (
+from schemas.features import FeatureUpdate, UserRecentEvents, UserWindow
+from schemas.model_files import DRIFT_REFERENCE_FILE
+from schemas.records import BehaviorEvent, Recommendation
+from schemas.reference import (
+    DEFAULT_SPEC,
     WindowSpec,
     category_windows,
     item_windows,
     user_recent,
     user_windows,
 )
-from jobs.features.settings import FeatureJobSettings
-from schemas.features import FeatureUpdate, UserRecentEvents, UserWindow
-from schemas.model_files import DRIFT_REFERENCE_FILE
-from schemas.records import BehaviorEvent, Recommendation
 
 REFERENCE_FILE = DRIFT_REFERENCE_FILE
 
 
 def default_window_spec() -> WindowSpec:
     """The feature job's own defaults, so the reference matches what it emits."""
-    job = FeatureJobSettings()
-    return WindowSpec(job.window_ms, job.slide_ms, job.sequence_length, job.top_items)
+    return DEFAULT_SPEC
 
 
 def changelog_from_events(

@@ -11,8 +11,8 @@ from jobs.drift.check import CheckRules
 from jobs.drift.errors import SettingsError
 from jobs.drift.reference import REFERENCE_FILE
 from jobs.drift.window import WindowPolicy
-from schemas.kafka import KafkaSettings
-from schemas.settings import (
+from runtime.kafka import KafkaSettings
+from runtime.settings import (
     DEFAULT_MODEL_DIR,
     ENV_PREFIX,
     MODEL_DIR_ENV,

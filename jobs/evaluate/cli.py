@@ -38,6 +38,7 @@ from jobs.evaluate.report import (
     evaluate_variant,
     fresh_share,
     hourly_hits,
+    paired_hit_ratio,
     plot,
     popular_result,
     popular_share,
@@ -47,12 +48,12 @@ from jobs.evaluate.report import (
     summary_record,
     table,
 )
-from jobs.evaluate.truth import next_items
+from jobs.evaluate.truth import next_items, per_request_hits
 from jobs.ranker.events import PROFILES, holdout_start, in_range, load_events
+from runtime.online.connect import connect
+from runtime.settings import cache_dir, model_dir, stack_home
 from schemas.codec import wall_clock_ms
-from schemas.online.connect import connect
 from schemas.ranking import POPULAR_FILE
-from schemas.settings import cache_dir, model_dir, stack_home
 
 DEFAULT_DATASET = "taobao-9days"
 
@@ -184,7 +185,15 @@ def main(argv: list[str] | None = None) -> int:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(f"plot: {figure}", file=sys.stderr)
     answered_all = all(r.answered == len(asked) for n, r in results.items() if n != "popular")
-    print(result_line(results, fresh, share, len(stream)))
+    ratio = None
+    if "stream" in answers and "norank" in answers:
+        ratio = paired_hit_ratio(
+            per_request_hits(ranked_lists(request_ids, answers["stream"]), truths, 10),
+            per_request_hits(ranked_lists(request_ids, answers["norank"]), truths, 10),
+        )
+        print(f"hit@10 stream / norank: {ratio[0]:.3f} (paired bootstrap 95% interval "
+              f"{ratio[1]:.3f}-{ratio[2]:.3f})")  # fmt: skip
+    print(result_line(results, fresh, share, len(stream), ratio))
     return 0 if answered_all else 1
 
 

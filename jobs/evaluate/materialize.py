@@ -1,7 +1,7 @@
 """The training prefix's features as a daily materialization would store them at the cut.
 
 The prefix is computed with the feature job's independent reference
-(``jobs.features.reference``: the same windows, sequences and trends, in plain
+(``schemas.reference``: the same windows, sequences and trends, in plain
 Python) and written through the feature writer's own conversion, store writer
 and co-visitation counts, so the rows are exactly what the streaming path
 would have left. Only windows closed by the cut are kept: a window still open
@@ -16,20 +16,20 @@ from typing import Any
 
 from jobs.feature_writer.covisit import CovisitOptions, batch_visits, count_calls
 from jobs.feature_writer.rows import ConversionOptions, to_rows
-from jobs.features.reference import (
-    WindowSpec,
+from runtime.online.connect import OnlineClient
+from runtime.online.redis_store import OnlineStoreWriter
+from schemas.features import FeatureUpdate
+from schemas.records import BehaviorEvent
+from schemas.reference import (
+    DEFAULT_SPEC,
     category_windows,
     item_windows,
     user_recent,
     user_windows,
 )
-from schemas.features import FeatureUpdate
-from schemas.online.connect import OnlineClient
-from schemas.online.redis_store import OnlineStoreWriter
-from schemas.records import BehaviorEvent
-from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
+from schemas.windows import HORIZON_MS
 
-SPEC = WindowSpec(WINDOW_MS, SLIDE_MS, SEQUENCE_LIMIT, TOP_ITEMS)
+SPEC = DEFAULT_SPEC
 WRITE_CHUNK = 2000
 
 

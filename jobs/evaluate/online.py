@@ -11,8 +11,10 @@ same requests at the same moments:
   materialization knows nothing of today);
 * ``norank``: streaming features and recall, but candidates in the recall
   merge's order, no ranker;
-* ``stream-exclude-viewed``: the full pipeline never recommending just-viewed
-  items back, to measure the post-processing choice (the default keeps them).
+* ``recent-first``: streaming features and recall, the user's own items by
+  recency first, then the merge's order: the heuristic a ranker must beat too;
+* ``stream-exclude-viewed`` (on request, ``--variants``): the full pipeline never
+  recommending just-viewed items back, to measure that post-processing choice.
 
 Popularity needs no worker: its answer is the model's popular list for everyone.
 """
@@ -43,14 +45,14 @@ from jobs.demo.processes import Part, running
 from jobs.demo.services import SERVED_MODEL, Services
 from jobs.replay.pacing import Pacer
 from jobs.replay.producer import KeyedProducer, user_key
-from schemas.codec import event_codec, request_codec
-from schemas.kafka import (
+from runtime.kafka import (
     KafkaSettings,
     TopicSpec,
     dead_letter_spec,
     ensure_topics,
     request_topic_spec,
 )
+from schemas.codec import event_codec, request_codec
 from schemas.records import BehaviorEvent, Recommendation, RecRequest
 from schemas.topics import dead_letter_topic
 
@@ -70,15 +72,18 @@ VARIANTS = (
     Variant("stream", "stream", {}),
     Variant("batch", "batch", {"FOLD_TRIGGER": "false", "FRESH_WAIT_MS": "0"}),
     Variant("norank", "stream", {"SCORER": "none"}),
-    Variant("stream-exclude-viewed", "stream", {"EXCLUDE_BEHAVIORS": "pv,buy"}),
+    Variant("recent-first", "stream", {"SCORER": "recent-first"}),
 )
+ON_REQUEST = (Variant("stream-exclude-viewed", "stream", {"EXCLUDE_BEHAVIORS": "pv,buy"}),)
 
 
 def variant(name: str) -> Variant:
-    for v in VARIANTS:
+    for v in (*VARIANTS, *ON_REQUEST):
         if v.name == name:
             return v
-    raise ValueError(f"unknown variant {name!r}; known: {', '.join(v.name for v in VARIANTS)}")
+    raise ValueError(
+        f"unknown variant {name!r}; known: {', '.join(v.name for v in (*VARIANTS, *ON_REQUEST))}"
+    )
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from jobs.evaluate.truth import Scores, Truth, score
 from schemas.records import BehaviorEvent, Recommendation, TriggerFeatures
@@ -127,17 +130,46 @@ def plot(series: Mapping[str, Mapping[int, float]], title: str, path: Path) -> P
 
 
 def result_line(
-    results: Mapping[str, VariantResult], fresh: float, popular: float, answers: int
+    results: Mapping[str, VariantResult],
+    fresh: float,
+    popular: float,
+    answers: int,
+    hit_ratio: tuple[float, float, float] | None = None,
 ) -> str:
     def hit(name: str) -> str:
         return f"{results[name].any_item.hit:.4f}" if name in results else "n/a"
 
+    def ndcg(name: str) -> str:
+        return f"{results[name].any_item.ndcg:.4f}" if name in results else "n/a"
+
+    def new_hit(name: str) -> str:
+        return f"{results[name].new_item.hit:.4f}" if name in results else "n/a"
+
+    ratio, low, high = hit_ratio or (math.nan, math.nan, math.nan)
     return (
-        f"RESULT hit_at_10={hit('stream')} batch_hit_at_10={hit('batch')} "
-        f"popular_hit_at_10={hit('popular')} norank_hit_at_10={hit('norank')} "
-        f"exclude_viewed_hit_at_10={hit('stream-exclude-viewed')} "
+        f"RESULT hit_at_10={hit('stream')} ndcg_at_10={ndcg('stream')} "
+        f"new_item_hit_at_10={new_hit('stream')} batch_hit_at_10={hit('batch')} "
+        f"popular_hit_at_10={hit('popular')} popular_ndcg_at_10={ndcg('popular')} "
+        f"norank_hit_at_10={hit('norank')} norank_ndcg_at_10={ndcg('norank')} "
+        f"recent_first_hit_at_10={hit('recent-first')} "
+        f"recent_first_ndcg_at_10={ndcg('recent-first')} "
+        f"hit_ratio_vs_norank={ratio:.4f} hit_ratio_low={low:.4f} hit_ratio_high={high:.4f} "
         f"fresh_answers={fresh:.4f} popular_share={popular:.4f} answers={answers}"
     )
+
+
+def paired_hit_ratio(
+    ours: Sequence[float], theirs: Sequence[float], draws: int = 2000, seed: int = 7
+) -> tuple[float, float, float]:
+    """mean(ours) / mean(theirs) over the same requests, and its paired bootstrap 95%
+    interval (the requests resampled together for both)."""
+    a, b = np.asarray(ours, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
+    if len(a) == 0 or b.sum() == 0:
+        return math.nan, math.nan, math.nan
+    picks = np.random.default_rng(seed).integers(0, len(a), size=(draws, len(a)))
+    ratios = a[picks].mean(axis=1) / np.maximum(b[picks].mean(axis=1), 1e-12)
+    low, high = np.percentile(ratios, [2.5, 97.5])
+    return float(a.mean() / b.mean()), float(low), float(high)
 
 
 def side_by_side(

@@ -75,6 +75,16 @@ class Scores:
     judged: int
 
 
+def per_request_hits(answers: Sequence[Sequence[int] | None], truths: Sequence[Truth],
+                     k: int) -> list[float]:  # fmt: skip
+    """hit@k of each judged request (a non-empty truth), in order; a missing answer is 0."""
+    return [
+        hit_at(ranked, truth.items, k) if ranked is not None else 0.0
+        for ranked, truth in zip(answers, truths, strict=True)
+        if truth.items
+    ]
+
+
 def score(answers: Sequence[Sequence[int] | None], truths: Sequence[Truth], k: int,
           new_only: bool = False) -> Scores:  # fmt: skip
     """Mean hit@k and NDCG@k; a missing answer (None) counts as a miss, never as left out."""

@@ -13,12 +13,12 @@ from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.loop import FeatureWriterLoop
 from jobs.feature_writer.metrics import serve
 from jobs.feature_writer.settings import WriterSettings, parse_args, settings_from
+from runtime.consumer import RecordConsumer
+from runtime.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
+from runtime.online.connect import OnlineClient, connect
+from runtime.online.redis_store import OnlineStoreWriter
+from runtime.redact import install_redaction
 from schemas.codec import feature_update_codec
-from schemas.consumer import RecordConsumer
-from schemas.kafka import EXIT_RESTART, TopicSpec, dead_letter_spec, ensure_topics_once_up
-from schemas.online.connect import OnlineClient, connect
-from schemas.online.redis_store import OnlineStoreWriter
-from schemas.redact import install_redaction
 from schemas.topics import dead_letter_topic
 
 logger = logging.getLogger("jobs.feature_writer")

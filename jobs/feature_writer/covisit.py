@@ -3,8 +3,10 @@
 Every fresh row (``user_recent``, one per event) stands for its newest click
 (:func:`schemas.online.covisit.newest_visit`); that click pairs with the user's
 other clicks of the window, and each pair adds 1 to both items' sorted sets.
+The same call touches the click's item in the user's history
+(:mod:`schemas.online.history`): one visit, one touch, under the same guard.
 The calls ride in the pipeline of the batch's feature rows
-(:meth:`~schemas.online.redis_store.OnlineStoreWriter.write`), so offsets are
+(:meth:`~runtime.online.redis_store.OnlineStoreWriter.write`), so offsets are
 committed only after Redis took the counts as well (at-least-once).
 
 Counting is idempotent, so a replay does not count a pair twice: a replayed
@@ -35,9 +37,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from runtime.online.redis_store import GuardedCalls, Plan, ScriptCall
 from schemas.features import FeatureUpdate, UserRecentEvents
 from schemas.online.covisit import Visit, neighbours_key, newest_visit, seen_key
-from schemas.online.redis_store import GuardedCalls, Plan, ScriptCall
+from schemas.online.history import HISTORY_ITEMS, HISTORY_TTL_S, TOUCH_HISTORY, history_keys
 from schemas.views import PROJECT
 from schemas.windows import WINDOW_MS
 
@@ -48,12 +51,16 @@ TTL_S = 2 * 24 * 3600  # as long as the trends views keep their rows
 # short as the row writes', schemas/online/redis_store.ROWS_PER_CALL).
 VISITS_PER_CALL = 50
 
-# ARGV: neighbours kept, set TTL (s), guard TTL (ms); then per visit: ts, item,
-# n, the n earlier items. KEYS per visit: the user's guard, the item's set, the
-# n earlier items' sets. Returns how many visits were counted (newer than the guard).
+# ARGV: neighbours kept, set TTL (s), guard TTL (ms), history items kept, history TTL
+# (s); then per visit: ts, item, n, the n earlier items. KEYS per visit: the user's
+# guard, the user's two history sets (schemas.online.history), the item's set, the n
+# earlier items' sets. A visit newer than the guard counts its pairs and touches the
+# item in the user's history (see TOUCH_HISTORY for the history's rules). Returns how
+# many visits were counted.
 COUNT_VISITS = """
 local keep, ttl, seen_ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local touched, counted, k, a = {}, 0, 1, 4
+local history_keep, history_ttl = tonumber(ARGV[4]), tonumber(ARGV[5])
+local touched, histories, counted, k, a = {}, {}, 0, 1, 6
 while a <= #ARGV do
   local ts, item, n = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
   local seen = redis.call('GET', KEYS[k])
@@ -67,19 +74,31 @@ while a <= #ARGV do
   end
   if newer then
     for j = 1, n do
-      redis.call('ZINCRBY', KEYS[k + 1], 1, ARGV[a + 2 + j])
-      redis.call('ZINCRBY', KEYS[k + 1 + j], 1, item)
-      touched[KEYS[k + 1 + j]] = true
+      redis.call('ZINCRBY', KEYS[k + 3], 1, ARGV[a + 2 + j])
+      redis.call('ZINCRBY', KEYS[k + 3 + j], 1, item)
+      touched[KEYS[k + 3 + j]] = true
     end
-    if n > 0 then touched[KEYS[k + 1]] = true end
+    if n > 0 then touched[KEYS[k + 3]] = true end
+    redis.call('ZADD', KEYS[k + 1], 'GT', ARGV[a], item)
+    redis.call('ZINCRBY', KEYS[k + 2], 1, item)
+    histories[KEYS[k + 1]] = KEYS[k + 2]
     redis.call('SET', KEYS[k], ARGV[a] .. ':' .. item, 'PX', seen_ttl)
     counted = counted + 1
   end
-  k, a = k + 2 + n, a + 3 + n
+  k, a = k + 4 + n, a + 3 + n
 end
 for key in pairs(touched) do
   redis.call('ZREMRANGEBYRANK', key, 0, -(keep + 1))
   redis.call('EXPIRE', key, ttl)
+end
+for times, counts in pairs(histories) do
+  local over = redis.call('ZRANGE', times, 0, -(history_keep + 1))
+  if #over > 0 then
+    redis.call('ZREM', times, unpack(over))
+    redis.call('ZREM', counts, unpack(over))
+  end
+  redis.call('EXPIRE', times, history_ttl)
+  redis.call('EXPIRE', counts, history_ttl)
 end
 return counted
 """
@@ -93,6 +112,8 @@ class CovisitOptions:
     window_ms: int = WINDOW_MS
     neighbours: int = NEIGHBOURS
     ttl_s: int = TTL_S
+    history_items: int = HISTORY_ITEMS
+    history_ttl_s: int = HISTORY_TTL_S
 
     @property
     def seen_ttl_ms(self) -> int:
@@ -137,9 +158,11 @@ def script_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -
     for start in range(0, len(visits), VISITS_PER_CALL):
         keys: list[bytes] = []
         argv: list[Any] = [options.neighbours, options.ttl_s, options.seen_ttl_ms]
+        argv += [options.history_items, options.history_ttl_s]
         project = options.project
         for user_id, visit in visits[start : start + VISITS_PER_CALL]:
-            keys += (seen_key(user_id, project), neighbours_key(visit.item_id, project))
+            keys += (seen_key(user_id, project), *history_keys(user_id, project))
+            keys.append(neighbours_key(visit.item_id, project))
             keys += (neighbours_key(other, project) for other in visit.earlier)
             argv += (visit.ts, visit.item_id, len(visit.earlier), *visit.earlier)
         calls.append(ScriptCall(COUNT_VISITS, keys, argv))
@@ -147,7 +170,7 @@ def script_calls(visits: Sequence[tuple[int, Visit]], options: CovisitOptions) -
 
 
 # The cluster's halves of COUNT_VISITS (see the module's docstring), each over many keys
-# of one node (schemas/online/node_batches.py). KEYS: item sets; ARGV: neighbours kept,
+# of one node (runtime/online/node_batches.py). KEYS: item sets; ARGV: neighbours kept,
 # set TTL (s), then per set: how many members to add 1 to, and those members (repeats
 # allowed). Returns how many sets it touched.
 COUNT_PAIRS = """
@@ -211,6 +234,7 @@ def plan_counts(
     project = options.project
     current = dict(guards)
     members: dict[int, list[int]] = {}  # item whose set grows -> members to add
+    touches: dict[int, list[int]] = {}  # user -> ts, item, ts, item, ... of counted visits
     counted = 0
     for user_id, visit in visits:
         seen = current.get(user_id)
@@ -218,12 +242,19 @@ def plan_counts(
             continue
         current[user_id] = (visit.ts, visit.item_id)
         counted += 1
+        touches.setdefault(user_id, []).extend((visit.ts, visit.item_id))
         for item, member in visit.pairs():
             members.setdefault(item, []).append(member)
     counts = [
         ScriptCall(COUNT_PAIRS, [neighbours_key(item, project)],
                    [options.neighbours, options.ttl_s, len(added), *added], header=2)
         for item, added in members.items()
+    ]  # fmt: skip
+    counts += [
+        ScriptCall(TOUCH_HISTORY, list(history_keys(user_id, project)),
+                   [options.history_items, options.history_ttl_s, len(pairs) // 2, *pairs],
+                   header=2)
+        for user_id, pairs in touches.items()
     ]  # fmt: skip
     advanced = []
     for user_id in dict.fromkeys(user for user, _ in visits):

@@ -28,9 +28,9 @@ import yaml
 from feast import FeatureStore, RepoConfig
 
 from jobs.feature_writer.errors import SettingsError
-from schemas.online.connect import is_cluster_url, parse_cluster_url
-from schemas.redact import redact
-from schemas.settings import DEFAULT_REDIS_URL, MASK, REDIS_URL_ENV, mask_url, secret_texts
+from runtime.online.connect import is_cluster_url, parse_cluster_url
+from runtime.redact import redact
+from runtime.settings import DEFAULT_REDIS_URL, MASK, REDIS_URL_ENV, mask_url, secret_texts
 
 FEAST_REDIS_ENV = "STREAMREC_FEAST_REDIS"
 FEAST_REDIS_TYPE_ENV = "STREAMREC_FEAST_REDIS_TYPE"

@@ -38,11 +38,11 @@ from jobs.feature_writer.covisit import CovisitOptions, batch_visits, count_call
 from jobs.feature_writer.errors import WriterStopped
 from jobs.feature_writer.metrics import WriterMetrics
 from jobs.feature_writer.rows import ConversionOptions, convert_batch
-from schemas.consumer import Offsets, RecordConsumer
+from runtime.consumer import Offsets, RecordConsumer
+from runtime.online.redis_store import GuardedCalls, OnlineStoreWriter, ScriptCall, WriteResult
 from schemas.errors import SchemaViolation
 from schemas.features import FeatureUpdate, UserRecentEvents
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import GuardedCalls, OnlineStoreWriter, ScriptCall, WriteResult
 
 logger = logging.getLogger(__name__)
 STATS_EVERY_S = 10.0

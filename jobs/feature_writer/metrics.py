@@ -22,8 +22,8 @@ from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from runtime.metrics_server import LOOPBACK, serve_registry
 from schemas.errors import INVALID_RECORD_KINDS
-from schemas.metrics_server import LOOPBACK, serve_registry
 
 # Sub-millisecond to multi-second, as the worker's: one batch's Redis pipeline is
 # milliseconds, a slow or failing Redis seconds (its socket timeout is 5 s).

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from jobs.feature_writer.covisit import NEIGHBOURS, TTL_S, CovisitOptions
 from jobs.feature_writer.errors import SettingsError
 from jobs.feature_writer.rows import ConversionOptions
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
+from runtime.online.cluster_calls import DEFAULT_WAIT_TIMEOUT_MS
+from runtime.settings import ENV_PREFIX, Settings, group, redis_url_setting, setting
+from runtime.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.metrics_ports import LOOPBACK, METRICS_PORTS
-from schemas.online.cluster_calls import DEFAULT_WAIT_TIMEOUT_MS
-from schemas.settings import ENV_PREFIX, Settings, group, redis_url_setting, setting
-from schemas.settings import mask_url as mask_url  # the one masker, re-exported for callers
 from schemas.topics import FEATURE_UPDATES
 from schemas.views import KEY_TTL_SECONDS, PROJECT
 from schemas.windows import HORIZON_MS, SEQUENCE_LIMIT, WINDOW_MS
@@ -69,7 +69,7 @@ class WriterSettings(Settings):
         env="STREAMREC_FEATURE_WRITER_KEY_TTL_SECONDS",
         help="EXPIRE per entity, renewed on every write (0 = never)",
     )
-    # On a Redis Cluster (schemas/online/cluster_calls.py): a batch counts as written, and
+    # On a Redis Cluster (runtime/online/cluster_calls.py): a batch counts as written, and
     # its offsets are committed, once this many replicas of each master it wrote to hold
     # it, so that a master's failover loses none of it. Ignored on one Redis.
     redis_replica_acks: int = setting(

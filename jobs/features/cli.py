@@ -27,15 +27,15 @@ from jobs.features.functions_jar import functions_jar
 from jobs.features.maven import kafka_connector_jar
 from jobs.features.metrics import reporter_jars
 from jobs.features.settings import FeatureJobSettings
-from schemas.kafka import (
+from runtime.kafka import (
     EXIT_RESTART,
     KafkaSettings,
     TopicSpec,
     dead_letter_spec,
     ensure_topics_once_up,
 )
-from schemas.redact import install_redaction
-from schemas.settings import CACHE_DIR_ENV, cache_dir
+from runtime.redact import install_redaction
+from runtime.settings import CACHE_DIR_ENV, cache_dir
 
 CHANGELOG_PARTITIONS = 4
 

@@ -38,7 +38,7 @@ def flink_home() -> Path:
 
 
 def zip_packages(root: Path, packages: Sequence[str], dest: Path) -> Path:
-    """The ``packages`` under ``root`` as one zip for ``-pyfs``, e.g. ("jobs", "schemas").
+    """The ``packages`` under ``root`` as one zip for ``-pyfs``, e.g. ``("jobs", "schemas")``.
 
     Flink puts a ``-pyfs`` folder itself on PYTHONPATH (its modules become top-level)
     and copies it whole, so the repository root (with .venv/) is no way to make

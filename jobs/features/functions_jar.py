@@ -9,7 +9,7 @@ from pathlib import Path
 
 from jobs.features.errors import DependencyError
 from jobs.features.maven import find_mvn
-from schemas.files import file_lock
+from runtime.files import file_lock
 
 SOURCE_DIR = Path(__file__).with_name("udf")
 JAR_NAME = "streamrec-flink-functions.jar"

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobs.features.errors import DependencyError
-from schemas.files import file_lock
+from runtime.files import file_lock
 
 log = logging.getLogger(__name__)
 

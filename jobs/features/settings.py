@@ -8,11 +8,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jobs.features.maven import KAFKA_CONNECTOR_RELOCATION
+from runtime.kafka import DEAD_LETTER_MAX_BYTES
+from runtime.kafka_java import connector_properties
+from runtime.settings import Settings, SettingsError, mask_properties, setting, variables
 from schemas.codec import DEFAULT_MAX_FUTURE_SKEW_MS, KIB
 from schemas.features import VIEW_TAGS
-from schemas.kafka import DEAD_LETTER_MAX_BYTES
-from schemas.kafka_java import connector_properties
-from schemas.settings import Settings, SettingsError, mask_properties, setting, variables
 from schemas.topics import FEATURE_UPDATES, USER_BEHAVIOR, dead_letter_topic
 from schemas.windows import SEQUENCE_LIMIT, SLIDE_MS, TOP_ITEMS, WINDOW_MS
 
@@ -39,7 +39,7 @@ class FeatureJobSettings(Settings):
         "127.0.0.1:9092", env="STREAMREC_KAFKA_BOOTSTRAP_SERVERS", help="Kafka bootstrap servers"
     )
     # The Python roles' librdkafka properties; the connector (the Java client) gets
-    # their translation (schemas.kafka_java), then the Java-only ones over it.
+    # their translation (runtime.kafka_java), then the Java-only ones over it.
     kafka_properties: Mapping[str, str] = setting(
         env="STREAMREC_KAFKA_CONFIG",
         flag="--kafka-config",

@@ -18,7 +18,7 @@ from pathlib import Path
 from jobs.features.flink_client import submit_python_job, zip_packages
 from jobs.features.functions_jar import functions_jar
 from jobs.features.maven import kafka_connector_jar
-from schemas.settings import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ENV_PREFIX, Settings, setting
+from runtime.settings import CACHE_DIR_ENV, DEFAULT_CACHE_DIR, ENV_PREFIX, Settings, setting
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 JOBMANAGER_ENV = ENV_PREFIX + "FLINK_JOBMANAGER"
@@ -62,7 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     settings = SubmitSettings.load(None, args)
     cache = settings.cache_dir
-    archive = zip_packages(PROJECT_ROOT, ["jobs", "schemas"], cache / "flink-client" / "jobs.zip")
+    archive = zip_packages(
+        PROJECT_ROOT, ["jobs", "schemas", "runtime"], cache / "flink-client" / "jobs.zip"
+    )
     jars = [kafka_connector_jar(cache), functions_jar(cache)]
     job_args += ["--detach", *(flag for jar in jars for flag in ("--jar", str(jar)))]
     job_id = submit_python_job(settings.jobmanager, "jobs.features", job_args, [archive])

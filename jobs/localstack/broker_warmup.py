@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from schemas.kafka import LOG_APPEND_TIME, KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import LOG_APPEND_TIME, KafkaSettings, TopicSpec, ensure_topics
 
 PARTITIONS = 4
 # About the size and make-up of an encoded event, so that LZ4 finds what it finds there.

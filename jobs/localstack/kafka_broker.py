@@ -211,7 +211,7 @@ def kafka_config_value(properties: Mapping[str, str]) -> str:
     """``properties`` as STREAMREC_KAFKA_CONFIG text: ``name=value,...``.
 
     Backslashes and commas in names and values are escaped (``\\\\``, ``\\,``), as
-    schemas.settings.parse_properties reads them.
+    runtime.settings.parse_properties reads them.
     """
 
     def escaped(text: str) -> str:

@@ -5,7 +5,7 @@ would move the ones apache-flink and apache-beam hold in the project's environme
 So the server lives in a venv of its own under the cache folder, made once with
 ``python -m venv`` and ``pip install mlflow==MLFLOW_VERSION`` (a marker file says it
 is complete, as the Kafka jars' does). The project talks to it over HTTP only
-(:mod:`schemas.model_registry`), so nothing of MLflow is imported here.
+(:mod:`runtime.model_registry`), so nothing of MLflow is imported here.
 
 Runs, params and the registry live in SQLite under ``<home>/mlflow``; artifacts are
 stored under ``<home>/mlflow/artifacts`` and reach clients through the server's
@@ -26,7 +26,7 @@ from jobs.localstack.errors import StackError
 from jobs.localstack.process import answers_http
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
-from schemas.files import file_lock
+from runtime.files import file_lock
 
 log = logging.getLogger(__name__)
 

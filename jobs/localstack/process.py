@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
-from schemas.online.feast_environment import without_feast_metrics
+from runtime.online.feast_environment import without_feast_metrics
 
 _POLL_S = 0.1
 
@@ -102,7 +102,7 @@ def spawn(
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
     # Not Feast's metrics directory: a part started from a process that imported Feast
-    # would keep its metrics in mmap files (schemas.online.feast_environment).
+    # would keep its metrics in mmap files (runtime.online.feast_environment).
     environ = without_feast_metrics(os.environ if env is None else env)
     pid = os.posix_spawn(argv[0], list(argv), environ, file_actions=actions, setsid=True)
     pidfile.parent.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobs.localstack.errors import StackError
-from schemas.settings import cache_dir
+from runtime.settings import cache_dir
 
 PACKAGE = "prometheus"
 PROGRAMS = ("prometheus", "promtool")

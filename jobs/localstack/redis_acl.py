@@ -8,11 +8,15 @@ The pipeline keeps three kinds of keys, all tied to the Feast project (the
 * the out-of-stock set: ``<project>:inventory:out_of_stock``.
 
 ``writer`` (the feature writer, and producers of the out-of-stock set) runs the
-upsert and co-visitation Lua scripts with EVALSHA, whose inner calls Redis checks
-against the same user (HGET/HSET/EXPIRE, GET/SET, ZINCRBY/ZREMRANGEBYRANK), marks
-stock with SADD/SREM in MULTI/EXEC, and reads what the worker reads. ``reader``
-(the worker, evaluation, the demo) gets read commands only. Both are confined to
-the project's keys; ``admin`` may do anything (the stack itself, ``feast apply``).
+upsert, co-visitation and touch-history Lua scripts with EVALSHA, whose inner calls
+Redis checks against the same user (HGET/HSET/EXPIRE, GET/SET, ZADD/ZINCRBY/ZREM/
+ZREMRANGEBYRANK), marks stock with SADD/SREM in MULTI/EXEC, and reads what the worker
+reads. ``reader``
+(the worker, evaluation, the demo) gets read commands only, and writes nowhere but
+its routing acknowledgements (``<project>:routing:<model>:acks``, one hash field per
+worker, through a selector of its own). Both are confined to the project's keys;
+``router`` (the canary) to the routing keys, which it sets and whose acknowledgements
+it reads; ``admin`` may do anything (the stack itself, ``feast apply``).
 The default user is off: every connection must say who it is.
 """
 
@@ -32,16 +36,19 @@ _READ = "+@connection +@read -@dangerous -@admin -scan"
 # in a script fails with NOPERM in the integration test that runs the real writer.
 _WRITE = (
     "+evalsha +eval +script|load +multi +exec +discard "
-    "+hset +hget +expire +get +set +zincrby +zremrangebyrank +sadd +srem"
+    "+hset +hget +expire +get +set +zadd +zincrby +zrem +zremrangebyrank +sadd +srem"
 )
 
 USER_RULES: Mapping[str, str] = {
     "admin": "~* &* +@all",
     "writer": f"{_READ} {_WRITE}",
     "reader": _READ,
-    # The canary: the routing keys only, read, set and removed.
-    "router": "+@connection +get +set +del",
+    # The canary: the routing keys only, read, set and removed, and the workers'
+    # acknowledgements of them read.
+    "router": "+@connection +get +set +del +hgetall",
 }
+# What a worker runs on its acknowledgements hash, and nothing else it may write.
+_ACK_WRITES = "+hset +hdel +pexpire"
 
 
 # The users confined to the project's keys (the router has its routing keys alone).
@@ -69,12 +76,19 @@ def grant_project(admin: redis.Redis, project: str, users: tuple[str, ...] = GRA
     for user in users:
         # ACL SETUSER with key patterns alone adds them; the user's other rules stay.
         patterns = [f"~{glob}" for glob in project_key_globs(project)]
+        if user == "reader":
+            patterns.append(ack_selector(project))  # a selector is added beside the others
         admin.execute_command("ACL", "SETUSER", user, *patterns)  # type: ignore[no-untyped-call]
 
 
 def routing_key_pattern(project: str = PROJECT) -> str:
     """The ACL key pattern of the project's routing keys (schemas/routing.py)."""
     return f"~{_escaped(project)}:routing:*"
+
+
+def ack_selector(project: str = PROJECT) -> str:
+    """The reader's selector: its routing acknowledgements written, nothing else."""
+    return f"({routing_key_pattern(project)}:acks {_ACK_WRITES})"
 
 
 def _escaped(project: str) -> str:
@@ -94,5 +108,6 @@ def render_acl_file(passwords: Mapping[str, str], project: str = PROJECT) -> str
             keys = f" resetchannels {routing_key_pattern(project)}"
         else:
             keys = f" resetchannels {key_patterns(project)}"
-        lines.append(f"user {user} on #{digest}{keys} {rules}")
+        extra = f" {ack_selector(project)}" if user == "reader" else ""
+        lines.append(f"user {user} on #{digest}{keys} {rules}{extra}")
     return "\n".join(lines) + "\n"

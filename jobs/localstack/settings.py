@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.localstack.errors import StackError
-from schemas.settings import (
+from runtime.settings import (
     CACHE_DIR_ENV,
     DEFAULT_CACHE_DIR,
     DEFAULT_STACK_HOME,
@@ -86,8 +86,8 @@ class StackSettings(Settings):
     # demo, the tests, the benchmarks), and with the JVM's default tiers it spends their
     # first seconds under load compiling with C2: in `make demo`, after a 20 s warm-up,
     # its compiler threads took 0.3-0.8 of a core through the replay's first 1.5 s, and
-    # the first 10 s' p99 was 132-428 ms (tests/benchmarks/README.md, "The demo's first
-    # second"). C1's code costs about 0.06-0.1 of a core more at the demo's load.
+    # the first 10 s' p99 was 132-428 ms (docs/benchmarks.md, the demo's levers). C1's
+    # code costs about 0.06-0.1 of a core more at the demo's load.
     # tiered: the JVM's default, for a broker that runs for days.
     kafka_jit: str = setting(
         "c1", env="STREAMREC_KAFKA_JIT", help=f"the broker's JIT: {' or '.join(KAFKA_JITS)}"

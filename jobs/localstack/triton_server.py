@@ -37,7 +37,7 @@ from jobs.localstack.errors import StackError
 from jobs.localstack.service import Service
 from jobs.localstack.settings import HOST, StackSettings
 from jobs.localstack.tls import TlsFiles, ensure_certificates
-from schemas.files import file_lock
+from runtime.files import file_lock
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from jobs.outcomes.loop import OutcomeLoop
 from jobs.outcomes.metrics import OutcomeMetrics
 from jobs.outcomes.settings import OutcomeSettings, OutcomeSettingsError
-from schemas.metrics_server import serve_registry
+from runtime.metrics_server import serve_registry
 
 
 def main(argv: Sequence[str] | None = None) -> int:

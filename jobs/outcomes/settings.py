@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.kafka import KafkaSettings
-from schemas.settings import Settings, SettingsError, group, setting
+from runtime.kafka import KafkaSettings
+from runtime.settings import Settings, SettingsError, group, setting
 from schemas.topics import RECOMMENDATIONS, USER_BEHAVIOR
 
 

@@ -13,7 +13,7 @@ from schemas.model_files import DRIFT_REFERENCE_FILE as REFERENCE_NAME
 def main(argv: Sequence[str] | None = None) -> int:
     settings = load_settings(argv)  # before the heavy imports: --help stays instant
     from jobs.ranker.registry import check_reachable, register_training, registry_uri
-    from schemas.model_registry import RegistryError
+    from runtime.model_registry import RegistryError
 
     uri = registry_uri(settings)
     if uri is not None:

@@ -19,9 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from jobs.ranker.errors import TrainingDataError
-from jobs.ranker.lighten import onnx_scores, session
-from jobs.ranker.metrics import evaluate
-from jobs.ranker.samples import Samples
+from jobs.ranker.lighten import list_auc, onnx_scores, session
+from jobs.ranker.list_rows import ListRows
 from schemas.model_files import MANIFEST_FILE, ModelPathError, served_file_path
 from schemas.ranking import FIRST_ID_INDEX, VOCAB_FILE, Vocabulary
 
@@ -41,7 +40,7 @@ def carried(indexes: I32, source: npt.NDArray[np.int64], target: npt.NDArray[np.
     return out
 
 
-def reindexed(samples: Samples, source: Vocabulary, target: Vocabulary) -> Samples:
+def reindexed(samples: ListRows, source: Vocabulary, target: Vocabulary) -> ListRows:
     """``samples`` (in ``source``'s index space) in ``target``'s."""
     items, cats = (source.item_ids, target.item_ids), (source.category_ids, target.category_ids)
     return replace(
@@ -54,7 +53,7 @@ def reindexed(samples: Samples, source: Vocabulary, target: Vocabulary) -> Sampl
 
 
 def against(
-    model_dir: Path, samples: Samples, vocabulary: Vocabulary, threads: int = 2
+    model_dir: Path, samples: ListRows, vocabulary: Vocabulary, threads: int = 2
 ) -> dict[str, Any]:
     """The model in ``model_dir`` (its served file) evaluated on ``samples``."""
     try:
@@ -64,5 +63,5 @@ def against(
     except (OSError, ValueError, KeyError, ModelPathError) as error:
         raise TrainingDataError(f"baseline model {model_dir}: {error}") from None
     rows = reindexed(samples, vocabulary, theirs)
-    metrics = evaluate(onnx_scores(session(served, threads), rows), rows.labels)
-    return {"model_dir": str(model_dir), "served_file": served.name, **metrics}
+    scores = onnx_scores(session(served, threads), rows)
+    return {"model_dir": str(model_dir), "served_file": served.name, "auc": list_auc(scores, rows)}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import torch
 
 from jobs.ranker import network
@@ -56,12 +57,14 @@ def atomic_directory(target: Path) -> Iterator[Path]:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def write_model_files(directory: Path, model: DIN, catalog: Catalog) -> dict[str, Path]:
-    """Weights, config, the three ONNX variants and the worker's item tables."""
+def write_model_files(
+    directory: Path, model: DIN, catalog: Catalog, item_vectors: npt.NDArray[np.float32]
+) -> dict[str, Path]:
+    """Weights, config, the three ONNX variants and the worker's item tables; the
+    embedding route searches ``item_vectors`` (``jobs.ranker.item_vectors``)."""
     write_torch_model(directory, model)
     catalog.vocab.save(directory / VOCAB_FILE)
-    embeddings = model.item_embedding.weight.detach().numpy().astype(np.float32)
-    np.save(directory / EMBEDDINGS_FILE, embeddings)
+    np.save(directory / EMBEDDINGS_FILE, item_vectors.astype(np.float32))
     np.save(directory / CATEGORIES_FILE, catalog.item_category.astype(np.int64))
     popular = catalog.popular_raw_items(POPULAR_LIMIT)
     (directory / POPULAR_FILE).write_text(json.dumps(popular))

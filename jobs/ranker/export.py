@@ -18,8 +18,8 @@ from schemas.ranking import (
     CAND_CATS,
     CAND_DENSE,
     CAND_ITEMS,
+    CANDIDATE_FEATURES,
     INPUT_NAMES,
-    ITEM_DENSE_FEATURES,
     SCORES,
     SEQ_CATS,
     SEQ_ITEMS,
@@ -60,7 +60,7 @@ def example_inputs(
         USER_DENSE: rng.random((batch, len(USER_DENSE_FEATURES)), dtype=np.float32),
         CAND_ITEMS: rng.integers(1, config.num_items, (batch, candidates), dtype=np.int32),
         CAND_CATS: rng.integers(1, config.num_categories, (batch, candidates), dtype=np.int32),
-        CAND_DENSE: rng.random((batch, candidates, len(ITEM_DENSE_FEATURES)), dtype=np.float32),
+        CAND_DENSE: rng.random((batch, candidates, len(CANDIDATE_FEATURES)), dtype=np.float32),
     }
 
 

@@ -1,13 +1,24 @@
-"""The training job end to end: data → samples → baselines → model → variants → files."""
+"""The training job end to end: data → store replay → rows → model → checks → files.
+
+Rows come from a replay of the online store over the data (``store_replay``): the
+model learns to rank the candidate lists the worker ranks. It is judged on the
+held-out period's lists against the order it re-ranks (``norank``), the user's own
+items first (``recent-first``), popularity and a LambdaMART baseline on the same
+rows, and ranked against the whole catalogue. A model that does not beat the
+recall order on the held-out lists is still written, but its manifest says so
+(``beats_recall_order``): publishing refuses it, and a worker serving it answers
+in recall order, flagged.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from jobs.ranker.against import against
 from jobs.ranker.artifacts import (
@@ -18,8 +29,9 @@ from jobs.ranker.artifacts import (
     write_json,
     write_model_files,
 )
-from jobs.ranker.baselines import CoVisitation, popularity_scores
-from jobs.ranker.catalogue_eval import CatalogueRows, catalogue_rows, evaluate_catalogue
+from jobs.ranker.baselines import CoVisitation
+from jobs.ranker.boosted import lambdamart_scores, train_lambdamart
+from jobs.ranker.catalogue_eval import evaluate_catalogue
 from jobs.ranker.errors import EmptySplitError, TrainingDataError
 from jobs.ranker.events import (
     PROFILES,
@@ -33,24 +45,36 @@ from jobs.ranker.events import (
     span_days,
     split_by_time,
 )
+from jobs.ranker.item_vectors import item_vectors
 from jobs.ranker.lighten import choose_served, compare_variants
-from jobs.ranker.metrics import evaluate
+from jobs.ranker.list_metrics import PerRequest, judge, judge_fixed, paired_ratio_interval
+from jobs.ranker.list_rows import list_rows
 from jobs.ranker.model import DINConfig
-from jobs.ranker.samples import Catalog, SampleBuilder, Samples, unique_positives
+from jobs.ranker.samples import Catalog
 from jobs.ranker.settings import TrainSettings
+from jobs.ranker.store_replay import EmbeddingSearch, ReplayedRequest, StoreReplay
 from jobs.ranker.training import TrainConfig, score, train
+from schemas.final_list import MIN_NEW_ITEMS
 from schemas.ranking import FIRST_ID_INDEX
+from schemas.recall import merge_order_scores, recent_first_scores
 
 Report = Callable[[str], None]
+POPULAR_LIMIT = 50
+# Train rows come from the last part of the train period; the embedding route's vectors
+# for them from the part before, so that no row's route saw its own future (the served
+# vectors are factored from the whole train period).
+VECTOR_SHARE = 0.6
+# Fewer train lists with a touched candidate than this cannot train a ranker.
+MIN_TRAIN_LISTS = 50
 
 
 @dataclass(frozen=True)
 class Split:
-    train_events: Events
     catalog: Catalog
-    train: Samples
-    held_out: Samples
-    full: CatalogueRows  # held-out events ranked against the whole catalogue
+    train_events: Events
+    train: list[ReplayedRequest]  # with a touched candidate each
+    held_out: list[ReplayedRequest]
+    served_vectors: npt.NDArray[Any]
     info: dict[str, int]
 
 
@@ -106,72 +130,96 @@ def _time_split(settings: TrainSettings, events: Events) -> tuple[Events, int, E
         ) from error
 
 
+def _sample(mask: npt.NDArray[Any], limit: int, rng: np.random.Generator) -> npt.NDArray[Any]:
+    """``mask`` with at most ``limit`` of its True kept, a seeded sample (0 = all)."""
+    chosen = np.flatnonzero(mask)
+    if limit and len(chosen) > limit:
+        keep = np.zeros_like(mask)
+        keep[rng.choice(chosen, size=limit, replace=False)] = True
+        return keep
+    return mask
+
+
 def build_split(settings: TrainSettings, report: Report = print) -> Split:
-    """Train rows from days before the cutoff, evaluation rows from the held-out days."""
+    """Train lists from the end of the train period, evaluation lists from the held-out days."""
     loaded, audit = load_events(settings.dataset, settings.file)
     events, cutoff, train_events, held_out_events = _time_split(settings, loaded)
     catalog = Catalog.from_train(train_events)
     rng = np.random.default_rng(settings.seed)
-    builder = SampleBuilder(events, catalog, settings.sequence_horizon_min * 60_000)
-    train_targets = _at_most(unique_positives(train_events), settings.max_train_rows, rng)
-    held_out = unique_positives(held_out_events)
-    # The sampled protocol needs a true item in the catalog, so it skips events on
-    # items the train split never saw; the whole-catalogue one counts them as misses.
-    known = held_out.take(catalog.vocab.item_index(held_out.item) >= 2)
-    if len(known) == 0:
-        raise TrainingDataError("no held-out positive is an item of the train split")
-    eval_targets = _at_most(known, settings.max_eval_rows, rng)
-    # Its own generator: the sampled rows (and their metrics) stay what they were.
-    full_rng = np.random.default_rng([settings.seed, 1])
-    full = catalogue_rows(_at_most(held_out, settings.full_eval_rows, full_rng), builder, full_rng)
+    start = int(train_events.ts.min())
+    vectors_until = start + int(VECTOR_SHARE * (cutoff - start))
+    started = time.perf_counter()
+    early = item_vectors(train_events.take(train_events.ts < vectors_until), catalog.vocab)
+    served = item_vectors(train_events, catalog.vocab)
+    popular = catalog.popular_raw_items(POPULAR_LIMIT)
+    train_mask = _sample(train_events.ts >= vectors_until, settings.max_train_rows, rng)
+    replay = StoreReplay(
+        train_events, EmbeddingSearch(early, catalog.vocab, catalog.item_category), popular
+    )
+    report(f"replaying the store over the train period for {int(train_mask.sum())} requests ...")
+    replayed = list(replay.run(train_mask))
+    train_lists = [r for r in replayed if any(c.item_id in r.truth for c in r.candidates)]
+    held_mask = _sample(events.ts >= cutoff, settings.max_eval_rows, rng)
+    replay = StoreReplay(
+        events, EmbeddingSearch(served, catalog.vocab, catalog.item_category), popular
+    )
+    report(f"replaying the held-out period for {int(held_mask.sum())} requests ...")
+    held_out = list(replay.run(held_mask))
+    if len(train_lists) < MIN_TRAIN_LISTS:
+        raise TrainingDataError(
+            f"{settings.dataset}: {len(train_lists)} train requests have a candidate the user "
+            f"touched next ({len(replayed)} replayed); a ranker needs {MIN_TRAIN_LISTS} at "
+            "least: the data is too small or too sparse to train on"
+        )
     info = {
         "cutoff_ms": cutoff,
         "events": len(events),
         "bad_or_filtered_rows": audit.bad_rows + audit.filtered,
         "train_events": len(train_events),
         "held_out_events": len(held_out_events),
-        "held_out_positives": len(held_out),
-        "held_out_unknown_items": len(held_out) - len(known),
-        "train_rows": len(train_targets),
-        "eval_rows": len(eval_targets),
-        "full_eval_rows": full.unseen + len(full.rows),
-        "full_eval_unseen": full.unseen,
+        "train_requests": len(replayed),
+        "train_rows": len(train_lists),
+        "eval_rows": len(held_out),
         "num_items": catalog.vocab.num_items,
         "num_categories": catalog.vocab.num_categories,
     }
     report(
         f"{settings.dataset}: {info['train_events']} train / {info['held_out_events']} "
         f"held-out events (from {local_time(cutoff, _profile(settings).utc_offset_hours)}); "
-        f"{info['train_rows']} train rows, {info['eval_rows']} eval rows "
-        f"({info['held_out_unknown_items']} held-out positives on unseen items skipped by "
-        f"the sampled protocol; {info['full_eval_rows']} held-out positives for the whole "
-        f"catalogue, {info['full_eval_unseen']} of them on unseen items, counted as misses)"
+        f"{len(train_lists)} of {len(replayed)} replayed train requests have a touched "
+        f"candidate; {len(held_out)} held-out requests "
+        f"({time.perf_counter() - started:.0f}s)"
     )
-    return Split(
-        train_events,
-        catalog,
-        builder.build(train_targets, settings.negatives, rng),
-        builder.build(eval_targets, settings.eval_negatives, rng),
-        full,
-        info,
-    )
+    return Split(catalog, train_events, train_lists, held_out, served, info)
 
 
-def baseline_metrics(split: Split, covisit: CoVisitation) -> dict[str, dict[str, float]]:
-    """Popularity and co-visitation on the same held-out candidate sets as the model."""
-    labels = split.held_out.labels
-    return {
-        "popularity": evaluate(popularity_scores(split.catalog, split.held_out), labels),
-        "covisitation": evaluate(covisit.scores(split.held_out, split.catalog), labels),
+def _model_scores(
+    scores: npt.NDArray[Any], requests: Sequence[ReplayedRequest]
+) -> list[list[float]]:
+    return [scores[n, : len(r.candidates)].astype(float).tolist() for n, r in enumerate(requests)]
+
+
+def list_quality(
+    split: Split, ranked: dict[str, list[list[float]]], min_new: int
+) -> tuple[dict[str, dict[str, float]], dict[str, PerRequest]]:
+    """Each method's answers on the held-out lists, and the per-request outcomes."""
+    held = split.held_out
+    methods = {
+        **ranked,
+        "norank": [merge_order_scores(len(r.candidates)) for r in held],
+        "recent-first": [recent_first_scores(r.candidates, r.state.routes["recent"]) for r in held],
     }
+    outcomes = {name: judge(held, scores, min_new) for name, scores in methods.items()}
+    outcomes["popular"] = judge_fixed(held, split.catalog.popular_raw_items(POPULAR_LIMIT))
+    return {name: o.summary() for name, o in outcomes.items()}, outcomes
 
 
 def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
     """Train, evaluate, export and write the model directory; returns metrics.json."""
     started = time.perf_counter()
     split = build_split(settings, report)
-    covisit = CoVisitation.from_train(split.train_events, split.catalog)
-    baselines = baseline_metrics(split, covisit)
+    rows = list_rows(split.train)
+    held_rows = list_rows(split.held_out)
     model_config = DINConfig(
         split.catalog.vocab.num_items, split.catalog.vocab.num_categories, settings.dim
     )
@@ -183,25 +231,29 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
         threads=settings.threads,
     )
     train_started = time.perf_counter()
-    model, losses = train(model_config, split.train, train_config, report)
+    model, losses = train(model_config, rows, train_config, report)
     train_seconds = time.perf_counter() - train_started
-    model_metrics = evaluate(score(model, split.held_out), split.held_out.labels)
-    catalogue_started = time.perf_counter()
-    catalogue = evaluate_catalogue(split.full, split.catalog, covisit, model)
+    boosted = train_lambdamart(rows, settings.seed, settings.threads)
+    ranked = {
+        "model": _model_scores(score(model, held_rows), split.held_out),
+        "lambdamart": lambdamart_scores(boosted, split.held_out),
+    }
+    quality, outcomes = list_quality(split, ranked, MIN_NEW_ITEMS)
+    ratio = paired_ratio_interval(outcomes["model"].hits, outcomes["norank"].hits)
+    beats = all(quality["model"][m] > quality["norank"][m] for m in ("hit_at_10", "ndcg_at_10"))
+    covisit = CoVisitation.from_train(split.train_events, split.catalog)
+    catalogue = evaluate_catalogue(split.held_out, ranked["model"], split.catalog, covisit)
     report(
-        f"whole catalogue: {split.info['full_eval_rows']} held-out events ranked against "
-        f"{split.catalog.vocab.num_items - FIRST_ID_INDEX} items "
-        f"({time.perf_counter() - catalogue_started:.1f}s)"
+        f"whole catalogue: {split.info['eval_rows']} held-out requests ranked against "
+        f"{split.catalog.vocab.num_items - FIRST_ID_INDEX} items"
     )
     with atomic_directory(settings.out) as staging:
-        write_model_files(staging, model, split.catalog)
-        variants = compare_variants(staging, split.held_out, settings.threads)
+        write_model_files(staging, model, split.catalog, split.served_vectors)
+        variants = compare_variants(staging, held_rows, settings.threads)
         served = choose_served(variants)
         extra: dict[str, Any] = {}
         if settings.baseline is not None:
-            theirs = against(
-                settings.baseline, split.held_out, split.catalog.vocab, settings.threads
-            )
+            theirs = against(settings.baseline, held_rows, split.catalog.vocab, settings.threads)
             extra["against"] = {**theirs, "beaten": served.auc > theirs["auc"]}
             report(
                 f"baseline {settings.baseline}: auc {theirs['auc']:.4f} on the same rows, "
@@ -211,14 +263,13 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
             "dataset": settings.dataset,
             "seed": settings.seed,
             "split": split.info,
-            "model": model_metrics,
-            "baselines": baselines,
+            "lists": quality,
+            "min_new_items": MIN_NEW_ITEMS,
+            "hit_ratio_vs_norank": {"ratio": ratio[0], "low": ratio[1], "high": ratio[2]},
+            "beats_recall_order": beats,
             "catalogue": catalogue,
             "variants": [v.as_dict() for v in variants],
             "served_variant": served.variant,
-            "eval_candidates": 1 + settings.eval_negatives,
-            "train_negatives": settings.negatives,
-            "sequence_horizon_min": settings.sequence_horizon_min,
             "train_loss": losses,
             "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - started,
@@ -237,7 +288,7 @@ def run(settings: TrainSettings, report: Report = print) -> dict[str, Any]:
                 dim=model_config.dim,
                 served_auc=served.auc,
                 fp32_file="model.onnx",
-                sequence_horizon_min=settings.sequence_horizon_min,
+                beats_recall_order=beats,
             ),
         )
     return metrics

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort  # type: ignore[import-untyped]
 
-from jobs.ranker.metrics import evaluate
-from jobs.ranker.samples import Samples
+from jobs.ranker.list_rows import ListRows
+from jobs.ranker.metrics import auc
 from jobs.ranker.windows import F32
 from schemas.ranking import INPUT_NAMES, SCORES
 
@@ -47,11 +47,11 @@ def session(path: Path, threads: int = 2) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def _feed(samples: Samples, rows: slice) -> dict[str, npt.NDArray[Any]]:
+def _feed(samples: ListRows, rows: slice) -> dict[str, npt.NDArray[Any]]:
     return {name: np.ascontiguousarray(getattr(samples, name)[rows]) for name in INPUT_NAMES}
 
 
-def onnx_scores(runner: ort.InferenceSession, samples: Samples, batch_size: int = 256) -> F32:
+def onnx_scores(runner: ort.InferenceSession, samples: ListRows, batch_size: int = 256) -> F32:
     parts = [
         runner.run([SCORES], _feed(samples, slice(lo, lo + batch_size)))[0]
         for lo in range(0, len(samples), batch_size)
@@ -74,7 +74,7 @@ def candidates_per_second(
 
 def median_speeds(
     runners: dict[str, ort.InferenceSession],
-    samples: Samples,
+    samples: ListRows,
     users: int = SPEED_USERS,
     rounds: int = SPEED_ROUNDS,
 ) -> dict[str, float]:
@@ -94,7 +94,13 @@ def median_speeds(
     return {name: float(np.median(values)) for name, values in speeds.items()}
 
 
-def compare_variants(directory: Path, samples: Samples, threads: int = 2) -> list[VariantReport]:
+def list_auc(scores: F32, rows: ListRows) -> float:
+    """AUC over the real candidates of every list (padding left out): how well a
+    variant keeps the touched candidates above the others, to compare variants."""
+    return auc(scores[rows.mask], rows.labels[rows.mask])
+
+
+def compare_variants(directory: Path, samples: ListRows, threads: int = 2) -> list[VariantReport]:
     """One report per variant file in ``directory``, FP32 first."""
     runners = {
         variant: session(directory / file, threads) for variant, file in VARIANT_FILES.items()
@@ -102,11 +108,11 @@ def compare_variants(directory: Path, samples: Samples, threads: int = 2) -> lis
     scores_of = {variant: onnx_scores(runner, samples) for variant, runner in runners.items()}
     speeds = median_speeds(runners, samples)
     base_scores, base_speed = scores_of["fp32"], speeds["fp32"]
-    base_auc = evaluate(base_scores, samples.labels)["auc"]
+    base_auc = list_auc(base_scores, samples)
     reports = []
     for variant, scores in scores_of.items():
         speed = speeds[variant]
-        variant_auc = evaluate(scores, samples.labels)["auc"]
+        variant_auc = list_auc(scores, samples)
         reports.append(
             VariantReport(
                 variant=variant,

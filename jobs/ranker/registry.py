@@ -24,7 +24,7 @@ from typing import Any
 from jobs.datasets import default_path
 from jobs.ranker.report import result_line
 from jobs.ranker.settings import TrainSettings
-from schemas.model_registry import (
+from runtime.model_registry import (
     DEFAULT_TRACKING_URI,
     MODEL_ARTIFACT_PATH,
     REGISTERED_MODEL,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.datasets import DATASETS
-from schemas.settings import (
+from runtime.settings import (
     DEFAULT_MODEL_DIR,
     MODEL_DIR_ENV,
     Settings,
@@ -41,21 +41,13 @@ class TrainSettings(Settings):
         help="model directory to write",
         shown=f"${MODEL_DIR_ENV} or {DEFAULT_MODEL_DIR}",
     )
-    epochs: int = setting(3, env="STREAMREC_TRAIN_EPOCHS", help="training epochs")
+    epochs: int = setting(8, env="STREAMREC_TRAIN_EPOCHS", help="training epochs")
     seed: int = setting(
         7, env="STREAMREC_TRAIN_SEED", help="seed of sampling, initialisation and batch order"
     )
-    negatives: int = setting(
-        4, env="STREAMREC_TRAIN_NEGATIVES", help="sampled negatives per positive for training"
-    )
-    eval_negatives: int = setting(
-        99,
-        env="STREAMREC_TRAIN_EVAL_NEGATIVES",
-        help="sampled negatives per held-out positive (ranked with the true item)",
-    )
     dim: int = setting(32, env="STREAMREC_TRAIN_DIM", help="embedding size")
     batch_size: int = setting(
-        256, env="STREAMREC_TRAIN_BATCH_SIZE", help="rows (users' positives) per training step"
+        256, env="STREAMREC_TRAIN_BATCH_SIZE", help="requests (candidate lists) per training step"
     )
     learning_rate: float = setting(
         2e-3, env="STREAMREC_TRAIN_LEARNING_RATE", help="Adam learning rate"
@@ -63,13 +55,13 @@ class TrainSettings(Settings):
     max_train_rows: int = setting(
         0,
         env="STREAMREC_TRAIN_MAX_TRAIN_ROWS",
-        help="use at most this many train positives, sampled (0 = all)",
+        help="replay at most this many train requests, sampled (0 = every event of the "
+        "train period's last part)",
     )
     max_eval_rows: int = setting(
         0,
         env="STREAMREC_TRAIN_MAX_EVAL_ROWS",
-        help="use at most this many held-out positives for the sampled-candidates "
-        "metrics, sampled (0 = all)",
+        help="replay at most this many held-out requests, sampled (0 = every held-out event)",
     )
     # A fixed number of days fits one file's span only; 0 adapts to the data.
     holdout_days: int = setting(
@@ -77,22 +69,6 @@ class TrainSettings(Settings):
         env="STREAMREC_TRAIN_HOLDOUT_DAYS",
         help="hold out the last N calendar days (0 = the days holding the last tenth of "
         "events, whatever span the data covers)",
-    )
-    # The model scores ~19k items per event in 0.1-0.4 s on 2 busy cores; events on
-    # items unseen in training (3 in 4 on the 9-day file) cost nothing, being misses.
-    # So 500 events take 15-45 s; 0 ranks all 4,214 (about 1,000 scored, minutes).
-    full_eval_rows: int = setting(
-        500,
-        env="STREAMREC_TRAIN_FULL_EVAL_ROWS",
-        help="held-out positives, a seeded sample including those on unseen items, "
-        "ranked against the whole catalogue (0 = all)",
-    )
-    # The fresh view serving reads holds a user's last 30 minutes of events.
-    sequence_horizon_min: int = setting(
-        30,
-        env="STREAMREC_TRAIN_SEQUENCE_HORIZON_MIN",
-        help="sequence = events within N minutes before the user's latest one, as the "
-        "serving fresh view holds them (0 = the last 50 of the whole history)",
     )
     threads: int = setting(2, env="STREAMREC_TRAIN_THREADS", help="PyTorch and ONNX threads")
     # The retraining loop passes the champion: a candidate must beat it on these rows.
@@ -113,16 +89,10 @@ class TrainSettings(Settings):
     def __post_init__(self) -> None:
         if self.dataset not in DATASETS:
             raise SettingsError(f"unknown dataset {self.dataset!r}; choose one of {DATASETS}")
-        for name in ("epochs", "negatives", "eval_negatives", "dim", "batch_size", "threads"):
+        for name in ("epochs", "dim", "batch_size", "threads"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be at least 1 ({self.variable(name)})")
-        for name in (
-            "max_train_rows",
-            "max_eval_rows",
-            "full_eval_rows",
-            "holdout_days",
-            "sequence_horizon_min",
-        ):
+        for name in ("max_train_rows", "max_eval_rows", "holdout_days"):
             if getattr(self, name) < 0:
                 raise SettingsError(f"{name} must not be negative ({self.variable(name)})")
 
@@ -130,10 +100,11 @@ class TrainSettings(Settings):
 def parser() -> argparse.ArgumentParser:
     result = argparse.ArgumentParser(
         prog="streamrec-train",
-        description="Train the DIN ranker with a split by time, evaluate it against "
-        "popularity, recently-clicked and co-visitation baselines (sampled candidates "
-        "and the whole catalogue), export FP32/INT8/FP16 ONNX and write the model "
-        "directory. Every flag defaults to its environment variable (in brackets).",
+        description="Train the ranker on candidate lists replayed from the store with a "
+        "split by time, evaluate it against the recall order, recent-first, popularity "
+        "and LambdaMART on the held-out lists and against co-visitation and "
+        "recently-clicked over the whole catalogue, export FP32/INT8/FP16 ONNX and write "
+        "the model directory. Every flag defaults to its environment variable (in brackets).",
     )
     TrainSettings.add_flags(result)
     return result

@@ -1,4 +1,11 @@
-"""Seeded training of the DIN ranker and batched scoring with PyTorch."""
+"""Seeded training of the DIN ranker on whole candidate lists, and batched scoring.
+
+The loss is listwise: a softmax over each request's real candidates against the
+share of its touched ones (rows where nothing was touched carry no ranking
+signal and are left out by the caller). Id dropout replaces a share of the item
+ids with the OOV index while training, so that the OOV path, which most of a
+live stream's items take, is trained rather than left at its random start.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import torch
-from torch import nn
 
+from jobs.ranker.list_rows import ListRows
 from jobs.ranker.model import DIN, DINConfig
-from jobs.ranker.samples import Samples
 from jobs.ranker.windows import F32
-from schemas.ranking import PAD_INDEX
+from schemas.ranking import OOV_INDEX, PAD_INDEX
 
 _MODEL_INPUTS = ("seq_items", "seq_cats", "user_dense", "cand_items", "cand_cats", "cand_dense")
 
@@ -24,9 +30,10 @@ class TrainConfig:
     epochs: int = 3
     batch_size: int = 256
     learning_rate: float = 2e-3
-    weight_decay: float = 0.0
+    weight_decay: float = 1e-5
     seed: int = 7
     threads: int = 2
+    id_dropout: float = 0.5
 
 
 def seed_everything(seed: int, threads: int) -> None:
@@ -35,15 +42,20 @@ def seed_everything(seed: int, threads: int) -> None:
     torch.set_num_threads(threads)
 
 
-def _tensors(samples: Samples, rows: npt.NDArray[np.intp] | slice) -> list[torch.Tensor]:
-    return [
-        torch.from_numpy(np.ascontiguousarray(getattr(samples, n)[rows])) for n in _MODEL_INPUTS
-    ]
+def _tensors(samples: ListRows, rows: npt.NDArray[np.intp] | slice) -> list[torch.Tensor]:
+    """The rows' model inputs, the sequences cut to the batch's longest: the pair attention
+    costs L x C, the network masks padding (the scores are the same), and fresh views are
+    mostly a few events long."""
+    arrays = [np.ascontiguousarray(getattr(samples, n)[rows]) for n in _MODEL_INPUTS]
+    valid = (arrays[0] != PAD_INDEX).any(axis=0)
+    first = int(np.argmax(valid)) if valid.any() else arrays[0].shape[1] - 1
+    arrays[0], arrays[1] = arrays[0][:, first:], arrays[1][:, first:]
+    return [torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
 
 
 def train(
     model_config: DINConfig,
-    samples: Samples,
+    samples: ListRows,
     config: TrainConfig,
     report: Callable[[str], None] = print,
 ) -> tuple[DIN, list[float]]:
@@ -59,16 +71,17 @@ def train(
 
 def _train(
     model_config: DINConfig,
-    samples: Samples,
+    samples: ListRows,
     config: TrainConfig,
     report: Callable[[str], None],
 ) -> tuple[DIN, list[float]]:
     model = DIN(model_config)
+    model.standardise_by(torch.from_numpy(samples.cand_dense), torch.from_numpy(samples.mask))
     optimizer = torch.optim.Adam(
         model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
     )
-    loss_fn = nn.BCEWithLogitsLoss()
     order_rng = np.random.default_rng(config.seed)
+    drop_rng = torch.Generator().manual_seed(config.seed)
     losses = []
     for epoch in range(1, config.epochs + 1):
         started = time.perf_counter()
@@ -78,10 +91,15 @@ def _train(
         for lo in range(0, len(order), config.batch_size):
             rows = order[lo : lo + config.batch_size]
             optimizer.zero_grad()
-            loss = loss_fn(
-                model.logits(*_tensors(samples, rows)), torch.from_numpy(samples.labels[rows])
+            inputs = _tensors(samples, rows)
+            for slot in (0, 3):  # seq_items, cand_items
+                inputs[slot] = _drop_ids(inputs[slot], config.id_dropout, drop_rng)
+            loss = listwise_loss(
+                model.logits(*inputs),
+                torch.from_numpy(samples.labels[rows]),
+                torch.from_numpy(samples.mask[rows]),
             )
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             optimizer.step()
             total += float(loss.detach()) * len(rows)
         losses.append(total / len(order))
@@ -92,7 +110,22 @@ def _train(
     return model.eval(), losses
 
 
-def score(model: DIN, samples: Samples, batch_size: int = 512) -> F32:
+def _drop_ids(ids: torch.Tensor, share: float, generator: torch.Generator) -> torch.Tensor:
+    if share <= 0:
+        return ids
+    drop = (torch.rand(ids.shape, generator=generator) < share) & (ids != PAD_INDEX)
+    return torch.where(drop, torch.full_like(ids, OOV_INDEX), ids)
+
+
+def listwise_loss(logits: torch.Tensor, labels: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the softmax over each row's real candidates against its labels'
+    distribution (rows need one positive at least)."""
+    masked = logits.masked_fill(~mask, -1.0e4)
+    target = labels * mask / (labels * mask).sum(dim=1, keepdim=True).clamp_min(1.0)
+    return -(target * torch.log_softmax(masked, dim=1)).sum(dim=1).mean()
+
+
+def score(model: DIN, samples: ListRows, batch_size: int = 512) -> F32:
     """Click probabilities [N, C] for every row's candidates."""
     model.eval()
     parts = []

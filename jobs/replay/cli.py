@@ -17,7 +17,7 @@ from tqdm import tqdm
 
 from jobs.datasets import DATASETS
 from jobs.replay.run import ReplayOptions, ReplaySummary, run_replay
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
 from schemas.topics import REC_REQUESTS, USER_BEHAVIOR
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 # Throughput-oriented defaults; idempotence keeps per-partition order through retries.
 PRODUCER_DEFAULTS: dict[str, Any] = {

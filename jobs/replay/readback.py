@@ -14,7 +14,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 Offsets = dict[int, int]
 

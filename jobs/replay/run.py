@@ -15,8 +15,8 @@ from jobs.replay.pacing import Pacer
 from jobs.replay.producer import REQUEST_PRODUCER, DeliveryStats, KeyedProducer, user_key
 from jobs.replay.timeshift import TimeShift
 from jobs.replay.triggers import TriggerSampler
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec, request_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 from schemas.topics import REC_REQUESTS, USER_BEHAVIOR
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 
 @dataclass(frozen=True)

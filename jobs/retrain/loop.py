@@ -15,8 +15,8 @@ from collections.abc import Callable
 from jobs.retrain.policy import Decision, Trigger
 from jobs.retrain.run import Retrainer, RunReport
 from jobs.retrain.settings import RetrainSettings
+from runtime.consumer import RecordConsumer
 from schemas.codec import drift_codec
-from schemas.consumer import RecordConsumer
 
 
 class RetrainLoop:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from jobs.retrain.export import export_window
 from jobs.retrain.policy import Decision
 from jobs.retrain.settings import RetrainSettings
-from schemas.model_registry import DEFAULT_TRACKING_URI, RegistryClient, RegistryError, tracking_uri
+from runtime.model_registry import DEFAULT_TRACKING_URI, RegistryClient, RegistryError, tracking_uri
 
 _REGISTERED = re.compile(r"registered models:/([^/\s]+)/(\d+)")
 Ending = Literal["promoted", "rolled_back", "not_better", "no_data", "failed", "not_canaried"]

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.retrain.policy import RetrainPolicy
-from schemas.kafka import KafkaSettings
-from schemas.settings import (
+from runtime.kafka import KafkaSettings
+from runtime.settings import (
     DEFAULT_MODEL_DIR,
     MODEL_DIR_ENV,
     Settings,

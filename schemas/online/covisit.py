@@ -1,4 +1,4 @@
-"""Co-visitation in the online store, as shared ground: key names, the pairs of a click, reads.
+"""Co-visitation in the online store, as shared ground: key names, a click's pairs, reads.
 
 Two items are co-visited when one user clicked both within ``WINDOW_MS`` of each
 other. The feature writer counts pairs from the stream: every fresh user row
@@ -7,7 +7,9 @@ the user's other clicks of the window before it (:func:`newest_visit`). Counts
 live in one sorted set per item, symmetric: member = the other item's decimal
 id, score = how often the two were co-visited. The writer caps each set to its
 top neighbours and gives it a TTL; the worker reads the sets of a user's last
-clicks (:func:`read_neighbours`) and sums them into its ``covisit`` route.
+clicks (:func:`queue_neighbour_reads` and :func:`decode_neighbours`, inside its batch's
+pipeline; ``runtime.online.redis_store.read_neighbours`` runs them with a client) and
+sums them into its ``covisit`` route.
 
 The sets sit beside Feast's hashes, namespaced by the Feast project like the
 inventory set (Feast has no sorted-set feature type, and these counts are not
@@ -22,8 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas.features import TS_DIGITS
-from schemas.online.connect import OnlineClient
-from schemas.online.node_pipeline import pipeline_for
 from schemas.views import PROJECT
 from schemas.windows import WINDOW_MS
 
@@ -102,15 +102,3 @@ def queue_neighbour_reads(
 def decode_neighbours(reply: Sequence[tuple[bytes, float]]) -> Neighbours:
     """``(item_id, count)`` best first; members that are not item ids are ignored."""
     return [(int(member), float(score)) for member, score in reply if member.isdigit()]
-
-
-def read_neighbours(
-    client: OnlineClient, item_ids: Sequence[int], per_item: int, project: str = PROJECT
-) -> list[Neighbours]:
-    """Each item's best ``per_item`` co-visited items, in one pipeline (empty where none)."""
-    if not item_ids or per_item < 1:
-        return [[] for _ in item_ids]
-    pipe = pipeline_for(client)
-    queue_neighbour_reads(pipe, item_ids, per_item, project)
-    replies: list[Sequence[tuple[bytes, float]]] = pipe.execute()
-    return [decode_neighbours(reply) for reply in replies]

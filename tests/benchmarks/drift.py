@@ -45,9 +45,9 @@ from jobs.drift.columns import COLUMN_NAMES
 from jobs.drift.reference import changelog_from_events, reference_frame, save_reference
 from jobs.drift.reference_cli import DEFAULT_MAX_ROWS
 from jobs.drift.settings import DriftSettings
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.settings import DEFAULT_MODEL_DIR
 from schemas.features import FeatureUpdate
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
-from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.drift_loop import LoopOutcome, closed_loop, shifted_events
 from tests.benchmarks.report import (
     BenchmarkFailure,

@@ -22,8 +22,8 @@ from pathlib import Path
 from jobs.retrain.loop import RetrainLoop
 from jobs.retrain.run import RunReport
 from jobs.retrain.settings import RetrainSettings
+from runtime.kafka import TopicSpec, ensure_topics
 from schemas.codec import wall_clock_ms
-from schemas.kafka import TopicSpec, ensure_topics
 from schemas.records import BehaviorEvent
 from tests.canary.lifecycle import Lifecycle
 from tests.support.events import produce_timed

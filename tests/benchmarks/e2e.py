@@ -42,8 +42,8 @@ from confluent_kafka import Consumer, Producer
 
 from inference.serving import repository
 from jobs.localstack import Stack, StackSettings
+from runtime.kafka import KafkaSettings
 from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
 from tests.benchmarks.measured import Measured, combined, median_burst, tally
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
@@ -161,6 +161,7 @@ class Running:
     topics: WorkerTopics
     processes: list[WorkerProcess]
     collector: Collector
+    triton_metrics: str = ""  # Triton's /metrics URL, for its share of the rank stage
 
     def output(self) -> str:
         return "\n".join(process.output()[-3000:] for process in self.processes)
@@ -336,7 +337,9 @@ def variants_up(
         try:
             for name, (module, env, replicas) in variants.items():
                 if name in wanted:
-                    running.append(start_variant(name, module, env, kafka, tmp, replicas))
+                    started = start_variant(name, module, env, kafka, tmp, replicas)
+                    started.triton_metrics = getattr(args, "triton_metrics", "")
+                    running.append(started)
             yield kafka, world, running
         finally:
             for v in running:
@@ -383,6 +386,8 @@ def pipeline_up(
         )
         base["STREAMREC_WORKER_FEAST_REPO"] = str(applied.path)
         base["STREAMREC_STACK_HOME"] = str(tmp / "feast" / "stack")
+        # Not the workers' setting: where bench-sla reads Triton's own durations.
+        args.triton_metrics = f"http://127.0.0.1:{settings.triton_metrics_port}/metrics"
         yield kafka, world, base
     finally:
         stack.down(["kafka", "redis", "triton"])

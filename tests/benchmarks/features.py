@@ -47,7 +47,7 @@ from jobs.features.maven import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.benchmarks.freshness import FRESH_ROW_PREFIX, job_latencies_ms, measure_freshness
 from tests.benchmarks.report import (
     BenchmarkFailure,

@@ -27,7 +27,7 @@ from jobs.features.functions_jar import SOURCE_DIR, functions_jar
 from jobs.features.maven import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
 from jobs.replay.run import ReplayOptions, run_replay
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.benchmarks.features import run_bounded
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 from tests.support.kafka_session import kafka_for_run

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.producer import KeyedProducer, user_key
 from jobs.replay.readback import high_watermarks, read_range
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import OnlineClient, connect
+from runtime.online.redis_store import read_rows
 from schemas.codec import event_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import OnlineClient, connect
-from schemas.online.redis_store import read_rows
 from schemas.records import BehaviorEvent
 from tests.benchmarks.report import failure_percentile, failure_rate
 

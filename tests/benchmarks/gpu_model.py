@@ -61,8 +61,12 @@ def write_artifacts(directory: Path, args: argparse.Namespace) -> tuple[Any, str
     else:
         network = load_network(NETWORK_SOURCE)
         torch.manual_seed(0)
+        # The attention over ids is the GPU's work; the features-only default is a head.
         config = network.DINConfig(
-            num_items=args.num_items, num_categories=args.num_categories, dim=args.dim
+            num_items=args.num_items,
+            num_categories=args.num_categories,
+            dim=args.dim,
+            id_inputs=True,
         )
         model = network.DIN(config)
         torch.save(model.state_dict(), directory / "model.pt")
@@ -81,6 +85,9 @@ def flops_per_candidate(config: Any, candidates: int, seq_len: int = SEQ_LEN) ->
     head MLP; per user, shared by its candidates: the keys' projection.
     """
     width = 2 * config.dim
+    if not config.id_inputs:  # the head over the features alone
+        head = [config.user_dense_size + config.item_dense_size, *config.final_hidden, 1]
+        return float(2.0 * sum(a * b for a, b in itertools.pairwise(head)))
     hidden = list(config.attention_hidden)
     head_in = 3 * width + config.user_dense_size + config.item_dense_size
     head = [head_in, *config.final_hidden, 1]
@@ -107,7 +114,7 @@ def make_inputs(
         "user_dense": rng.random((users, 4), dtype=np.float32),
         "cand_items": rng.integers(2, num_items, (users, candidates), dtype=np.int32),
         "cand_cats": rng.integers(2, num_categories, (users, candidates), dtype=np.int32),
-        "cand_dense": rng.random((users, candidates, 5), dtype=np.float32),
+        "cand_dense": rng.random((users, candidates, 24), dtype=np.float32),
     }
 
 

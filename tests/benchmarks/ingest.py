@@ -23,9 +23,9 @@ from confluent_kafka import Consumer, Producer
 from jobs.datasets import RowAudit, read_dataset
 from jobs.replay.producer import PRODUCER_DEFAULTS, user_key
 from jobs.replay.run import ReplayOptions, run_replay
+from runtime.consumer import CONSUMER_DEFAULTS, RecordConsumer
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from schemas.codec import event_codec
-from schemas.consumer import CONSUMER_DEFAULTS, RecordConsumer
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 from tests.support.kafka_session import kafka_for_run
 

@@ -23,7 +23,7 @@ from jobs.features.maven import kafka_connector_jar
 from jobs.localstack.settings import StackSettings
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.benchmarks.features import run_module
 from tests.benchmarks.report import BenchmarkFailure, fail, print_table, result_line, save_bar_plot
 from tests.benchmarks.thread_cpu import ThreadSampler, cpu_between, descendant_named, within

@@ -32,8 +32,8 @@ from inference.worker.artifacts import ModelArtifacts
 from inference.worker.item_index import IndexChoice, build_index, index_bytes
 from inference.worker.recall import EmbeddingIndex
 from jobs.datasets import RowAudit, read_dataset
+from runtime.settings import DEFAULT_MODEL_DIR
 from schemas.ranking import FIRST_ID_INDEX
-from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import (
     BenchmarkFailure,
     fail,

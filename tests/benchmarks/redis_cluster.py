@@ -7,7 +7,7 @@ ports, from the stack manager, and sends both the same work:
 
 - **writes**: the real Taobao stream as the feature job emits it (per event, the
   user's fresh row of up to 50 clicks), through the writer's own conversion and
-  :class:`~schemas.online.redis_store.OnlineStoreWriter`, with the co-visitation
+  :class:`~runtime.online.redis_store.OnlineStoreWriter`, with the co-visitation
   counts, in batches of ``--batch``. On the cluster each batch waits for a replica of
   every master it wrote to (``WAIT 1``), as the writer does by default.
 - **reads**: the worker's first round trip (both user views of 128 users) through
@@ -37,10 +37,10 @@ from inference.worker.inventory import inventory_key
 from jobs.feature_writer.covisit import CovisitOptions, batch_visits, count_calls
 from jobs.feature_writer.rows import ConversionOptions, to_rows
 from jobs.localstack import Stack
+from runtime.online.connect import connect
+from runtime.online.redis_store import OnlineStoreWriter
 from schemas.codec import feature_update_codec
 from schemas.features import FeatureUpdate
-from schemas.online.connect import connect
-from schemas.online.redis_store import OnlineStoreWriter
 from tests.benchmarks.report import percentile, print_table, result_line, save_bar_plot
 from tests.jobs.feature_writer.bench_writer import taobao_records
 from tests.support.stacks import own_stack_settings

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from tests.benchmarks.e2e import Collector, cycle, measure, pipeline_up
 from tests.benchmarks.measured import Measured, median_burst
 from tests.benchmarks.report import print_table, result_line, save_bar_plot

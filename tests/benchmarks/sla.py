@@ -37,14 +37,15 @@ import dataclasses
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.codec import request_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
 from tests.benchmarks.e2e import (
     Running,
@@ -65,6 +66,7 @@ from tests.benchmarks.sla_search import (
     histogram_totals,
     poisson_schedule,
     stage_means,
+    triton_totals,
 )
 
 
@@ -135,6 +137,14 @@ def scrape(v: Running) -> dict[str, tuple[float, float]] | None:
                 totals[key] = (total0 + total, count0 + count)
     except OSError:
         return None
+    # Triton's own share of the rank stage (the server is the worker's alone while it holds).
+    if v.triton_metrics and v.name in ("worker", "trial"):
+        try:
+            with urllib.request.urlopen(v.triton_metrics, timeout=5) as response:
+                text = response.read().decode()
+        except OSError:
+            return totals
+        totals.update(triton_totals(text, "ranker_python"))
     return totals
 
 

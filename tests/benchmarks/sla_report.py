@@ -112,8 +112,34 @@ def stage_table(trial: Trial) -> None:
          f"{client - worker_e2e[0] * 1e3:.2f}", ""],
         ["requests per micro-batch", f"{batch:.1f}", ""],
     ]  # fmt: skip
+    rows += triton_rows(stages)
     print_table(["stage", "mean ms", "observations"], rows)
     print()
+
+
+TRITON_ROWS = (
+    ("triton_request", "Triton: a ranker call in the server (per call)"),
+    ("triton_queue", "  queued for a model instance"),
+    ("triton_input", "  inputs copied in"),
+    ("triton_infer", "  execute: python-backend stub hop + the model"),
+    ("triton_output", "  scores copied out"),
+)
+
+
+def triton_rows(stages: dict[str, tuple[float, int]]) -> list[list[str]]:
+    """Triton's own share of the rank stage, per call and per micro-batch (pure)."""
+    if "triton_request" not in stages or "rank" not in stages:
+        return []
+    rows = [[label, f"{stages[key][0] * 1e3:.2f}", f"{stages[key][1]:,}"]
+            for key, label in TRITON_ROWS if key in stages]  # fmt: skip
+    calls_per_batch = stages["triton_request"][1] / max(1, stages["rank"][1])
+    outside = stages["rank"][0] - calls_per_batch * stages["triton_request"][0]
+    rows += [
+        ["ranker calls per micro-batch", f"{calls_per_batch:.2f}", ""],
+        ["rank outside the server (gRPC both ways, client, asyncio), per batch",
+         f"{outside * 1e3:.2f}", ""],
+    ]  # fmt: skip
+    return rows
 
 
 def result_values(by: dict[str, Capacity]) -> dict[str, float | str]:

@@ -209,6 +209,36 @@ def histogram_totals(text: str) -> dict[str, tuple[float, float]]:
     return {key: (s, c) for key, (s, c) in totals.items()}
 
 
+# Triton's cumulative per-model durations (µs), each a share of one request's time in
+# the server: queueing for an instance, copying its inputs in, the python backend's
+# execute (the stub's IPC hop and the model's own work), copying the scores out.
+TRITON_DURATIONS = {
+    "nv_inference_request_duration_us": "triton_request",
+    "nv_inference_queue_duration_us": "triton_queue",
+    "nv_inference_compute_input_duration_us": "triton_input",
+    "nv_inference_compute_infer_duration_us": "triton_infer",
+    "nv_inference_compute_output_duration_us": "triton_output",
+}
+
+
+def triton_totals(text: str, model: str) -> dict[str, tuple[float, float]]:
+    """(seconds, successful requests) per share of Triton's time for ``model``, over
+    every version, from Triton's /metrics text (pure)."""
+    sums: dict[str, float] = {}
+    requests = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("model") != model:
+                continue
+            # The family's name: the parser gives a counter's samples a _total suffix.
+            if family.name in TRITON_DURATIONS:
+                key = TRITON_DURATIONS[family.name]
+                sums[key] = sums.get(key, 0.0) + sample.value / 1e6
+            elif family.name == "nv_inference_request_success":
+                requests += sample.value
+    return {key: (total, requests) for key, total in sums.items()}
+
+
 def stage_means(
     before: Mapping[str, tuple[float, float]], after: Mapping[str, tuple[float, float]]
 ) -> dict[str, tuple[float, int]]:

@@ -17,9 +17,9 @@ from tests.benchmarks.gpu_serving import ratios
 
 def test_flops_per_candidate_of_the_reference_model() -> None:
     """Dim 64, 200 candidates: the 0.49 MFLOP per candidate of the design notes, by hand."""
-    config = DINConfig(num_items=10, num_categories=5, dim=64)
+    config = DINConfig(num_items=10, num_categories=5, dim=64, id_inputs=True)
     width, hidden, seq = 128, 32, 50
-    head = (3 * width + 9) * 64 + 64 * 32 + 32
+    head = (3 * width + 4 + 24) * 64 + 64 * 32 + 32
     by_hand = (
         2 * (width * hidden + seq * hidden * width + seq * hidden + seq * width + head)
         + 2 * seq * width * hidden / 200

@@ -12,7 +12,7 @@ from tests.benchmarks.e2e import trial_env
 from tests.benchmarks.measured import Measured
 from tests.benchmarks.sla import parse_args
 from tests.benchmarks.sla_compare import compare, parse_rates
-from tests.benchmarks.sla_report import Trial
+from tests.benchmarks.sla_report import Trial, triton_rows
 from tests.benchmarks.sla_search import (
     LateCounter,
     RateSearch,
@@ -22,6 +22,7 @@ from tests.benchmarks.sla_search import (
     poisson_offsets,
     poisson_schedule,
     stage_means,
+    triton_totals,
 )
 
 MS = 1_000_000  # ns
@@ -234,3 +235,32 @@ def test_compare_holds_every_variant_at_every_rate_and_drops_the_warm_up() -> No
         "worker": {400: 2, 480: 2},
         "trial": {400: 2, 480: 2},
     }
+
+
+TRITON_TEXT = """\
+# HELP nv_inference_request_success Number of successful inference requests
+# TYPE nv_inference_request_success counter
+nv_inference_request_success{model="ranker_python",version="1"} 90
+nv_inference_request_success{model="ranker_python",version="2"} 10
+nv_inference_request_success{model="ranker_torch",version="1"} 7
+# HELP nv_inference_request_duration_us Cumulative inference request duration
+# TYPE nv_inference_request_duration_us counter
+nv_inference_request_duration_us{model="ranker_python",version="1"} 270000
+nv_inference_request_duration_us{model="ranker_python",version="2"} 30000
+# HELP nv_inference_compute_infer_duration_us Cumulative compute inference duration
+# TYPE nv_inference_compute_infer_duration_us counter
+nv_inference_compute_infer_duration_us{model="ranker_python",version="1"} 200000
+"""
+
+
+def test_tritons_durations_are_summed_over_versions_of_one_model() -> None:
+    totals = triton_totals(TRITON_TEXT, "ranker_python")
+    assert totals["triton_request"] == pytest.approx((0.3, 100.0))
+    assert totals["triton_infer"] == pytest.approx((0.2, 100.0))
+    before = {"triton_request": (0.1, 50.0), "rank": (0.5, 100.0)}
+    means = stage_means(before, {**totals, "rank": (1.5, 200.0)})
+    assert means["triton_request"] == pytest.approx((0.2 / 50, 50))
+    rows = {row[0]: row[1] for row in triton_rows(means)}
+    assert rows["ranker calls per micro-batch"] == "0.50"
+    # 10 ms of rank per batch, half a call of 4 ms in the server: 8 ms outside it.
+    assert rows["rank outside the server (gRPC both ways, client, asyncio), per batch"] == "8.00"

@@ -29,14 +29,22 @@ from pathlib import Path
 
 from inference.serving import repository
 from inference.serving.canary import Guards, parse_steps
-from inference.serving.canary_run import CHAMPION_ALIAS, Canary, Outcome, Plan, RoutingStore
+from inference.serving.canary_run import (
+    CHAMPION_ALIAS,
+    Canary,
+    Outcome,
+    Plan,
+    RoutingStore,
+    pinned_routing,
+)
+from inference.serving.drain import Drain
 from inference.serving.worker_metrics import scrape
 from jobs.demo.services import SERVED_MODEL, ensure_model
+from runtime.model_registry import REGISTERED_MODEL, RegistryClient
+from runtime.settings import DEFAULT_MODEL_DIR
 from schemas.codec import wall_clock_ms
-from schemas.model_registry import REGISTERED_MODEL, RegistryClient
 from schemas.records import Recommendation, RecRequest
 from schemas.routing import Routing, Variant, routing_key, variant_of
-from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line
 from tests.canary.lifecycle import PROJECT, Lifecycle, lifecycle, say
 from tests.canary.plot import plot_timeline
@@ -90,20 +98,25 @@ def check(args: argparse.Namespace, life: Lifecycle) -> int:
 def split_check(
     life: Lifecycle, store: RoutingStore, users: list[int], champion: int, candidate: int
 ) -> dict[str, float]:
-    """50/50 between the champion and the candidate for one request per user."""
+    """50/50 between the champion and the candidate for one request per user, in the
+    order of inference/serving/drain.py: loaded and ready, routed, and at the end the
+    candidate unloaded only once the worker has acknowledged routing without it."""
     config = repository.read_config(life.model_dir)
     life.control.load(SERVED_MODEL, repository.with_versions(config, [champion, candidate]))
+    life.control.wait_ready(SERVED_MODEL, [champion, candidate])
     routing = Routing(SERVED_MODEL, [Variant("b", candidate, 50.0), Variant("a", champion, 50.0)],
                       1, wall_clock_ms())  # fmt: skip
-    store.put(routing)
-    time.sleep(1.0)  # the worker's routing poll
+    # The split's requests go out once the worker has it in force (not a poll's guess).
+    say(f"split routed: {store.retire(routing, set(), Drain(fallback_s=1.0)).line()}")
     now = wall_clock_ms()
     asked = [RecRequest(f"split-{u}", u, now, k=10) for u in users]
     say(f"split: {len(asked)} requests, 50/50")
     produce(life.kafka, life.topics.requests, asked)
     ids = {r.request_id for r in asked}
     answers = answers_to(life, ids, timeout_s=600)
-    store.clear()
+    # The stream keeps coming: the candidate goes once no batch can still ask for it.
+    ended = pinned_routing(life.model_dir, champion, 2, "split ended")
+    say(f"split ended: {store.retire(ended, {candidate}, Drain()).line()}")
     life.control.load(SERVED_MODEL, repository.with_versions(config, [champion]))
     wrong = sum(r.variant != variant_of(routing, r.user_id).name for r in answers)
     share = Counter(r.variant for r in answers)["a"] / max(1, len(answers)) * 100

@@ -9,7 +9,6 @@ the closed loop of ``make drift-check`` run on it.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,14 +23,13 @@ from jobs.datasets import RowAudit, read_dataset
 from jobs.demo.services import SERVED_MODEL
 from jobs.localstack import Stack, StackSettings
 from jobs.ranker.registry import log_and_register
-from schemas.kafka import KafkaSettings
-from schemas.model_registry import REGISTERED_MODEL, RegistryClient
-from schemas.online.connect import OnlineClient, connect
+from runtime.kafka import KafkaSettings
+from runtime.model_registry import REGISTERED_MODEL, RegistryClient
+from runtime.online.connect import OnlineClient, connect
 from tests.canary.load import RequestStream
-from tests.conftest import REPO_ROOT
 from tests.inference.worker.harness import OutputReader, WorkerProcess, WorkerTopics, worker_env
 from tests.inference.worker.world import changelog, stream_events, write_features
-from tests.support.stacks import own_stack_settings
+from tests.support.stacks import own_stack_settings, run_home
 
 PROJECT = "lifecycle"
 SERVICES = ["kafka", "redis", "triton", "mlflow"]
@@ -85,7 +83,7 @@ class Lifecycle:
 
 @contextmanager
 def lifecycle(model_dir: Path, rate: float) -> Iterator[Lifecycle]:
-    home = Path(tempfile.mkdtemp(prefix="lifecycle-", dir=REPO_ROOT / ".stack"))
+    home = run_home("lifecycle-")
     settings = own_stack_settings(home, triton_models=())  # loaded from the registry below
     stack = Stack(settings)
     say(f"starting Kafka, Redis, Triton and MLflow in {home}")

@@ -8,8 +8,8 @@ import time
 
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.codec import request_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings
 from schemas.records import RecRequest
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from inference.worker.kafka_io import AUTO_COMMIT_INTERVAL_MS
 from inference.worker.settings import WorkerSettings
 from jobs.demo.services import ensure_model
-from schemas.settings import DEFAULT_MODEL_DIR
+from runtime.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line, save_bar_plot
 from tests.chaos.faults import SCHEDULE, schedule
 from tests.chaos.ledger import Ledger, Totals, totals

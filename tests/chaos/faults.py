@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from jobs.localstack import Stack
 from jobs.localstack.process import group_members, read_pidfile
+from runtime.online.connect import OnlineClient
 from schemas.codec import wall_clock_ms
-from schemas.online.connect import OnlineClient
 from tests.chaos.ledger import FaultWindow
 
 

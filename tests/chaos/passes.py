@@ -38,9 +38,9 @@ from jobs.demo.loop import (
 from jobs.demo.processes import Part
 from jobs.localstack import Stack
 from jobs.replay.readback import high_watermarks, read_range
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import connect
 from schemas.codec import dead_letter_codec, recommendation_codec
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import connect
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 from schemas.views import PROJECT

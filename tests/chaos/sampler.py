@@ -28,7 +28,7 @@ import redis
 
 from jobs.features.checkpoints import latest_checkpoint
 from jobs.localstack.process import group_members
-from schemas.online.connect import connect
+from runtime.online.connect import connect
 from tests.chaos.growth import Sample
 
 MB = 1024 * 1024

@@ -38,8 +38,8 @@ from jobs.demo.loop import RunTopics, log_says, port_open, wait_ready, warm_up, 
 from jobs.demo.services import ensure_model
 from jobs.localstack.process import read_pidfile
 from jobs.localstack.settings import HOST
+from runtime.settings import DEFAULT_MODEL_DIR
 from schemas.codec import recommendation_codec
-from schemas.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line
 from tests.chaos.growth import Sample, growth_per_min
 from tests.chaos.passes import (

@@ -17,7 +17,7 @@ from jobs.datasets import RowAudit, read_dataset
 from jobs.demo.loop import part_environment
 from jobs.demo.services import SERVED_MODEL
 from jobs.localstack import Stack
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from tests.chaos.passes import ChaosEnv, say
 from tests.chaos.streams import still_poison
 from tests.conftest import REPO_ROOT

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec, request_codec
 from schemas.errors import InvalidRecord
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent, RecRequest
 
 # Longer than the longest outage (45 s) plus the broker's start: nothing is refused locally.

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from jobs.demo.processes import Part
 from jobs.localstack.process import group_members, tail
-from schemas.kafka import EXIT_RESTART
+from runtime.kafka import EXIT_RESTART
 
 POLL_S = 0.5
 

@@ -43,8 +43,8 @@ from jobs.localstack.triton_server import TritonService
 from jobs.replay.producer import user_key
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
+from runtime.kafka import LOG_APPEND_TIME, KafkaSettings, TopicSpec, ensure_topics
 from schemas.codec import event_codec, recommendation_codec, wall_clock_ms
-from schemas.kafka import LOG_APPEND_TIME, KafkaSettings, TopicSpec, ensure_topics
 from schemas.records import BehaviorEvent
 from tests.support.stacks import distinct_free_ports, own_stack_settings
 

@@ -17,7 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
-CODE_DIRS = ("schemas", "jobs", "inference", "feature_repo")
+CODE_DIRS = ("schemas", "runtime", "jobs", "inference", "feature_repo")
 _LITERAL = re.compile(r"STREAMREC_[A-Z0-9_]*[A-Z0-9]")
 # The feature writer builds names as WRITER_PREFIX + "NAME" or _int(env, "NAME", ...).
 _WRITER_SUFFIX = re.compile(r'(?:WRITER_PREFIX \+ |_(?:int|float)\(env, )"([A-Z0-9_]+)"')

@@ -21,6 +21,7 @@ from tests.docker.manifests import DOCKER
 from tests.docker.metric_names import exported_series, grouping_labels, queried_metrics
 
 RULES = DOCKER / "prometheus" / "rules"
+OPERATIONS = DOCKER.parent / "docs" / "operations.md"
 RULE_FILES = sorted(RULES.glob("*.rules.yml"))
 TEST_FILES = sorted(RULES.glob("*_test.yml"))
 PROMTOOL_TIMEOUT_S = 300
@@ -110,7 +111,20 @@ def test_every_alert_routes_and_explains() -> None:
             continue
         assert rule["labels"]["severity"] in SEVERITIES, rule["alert"]
         assert rule["labels"].get("slo"), f"{rule['alert']}: an slo label (inhibition)"
-        assert {"summary", "description"} <= set(rule["annotations"]), rule["alert"]
+        assert {"summary", "description", "runbook_url"} <= set(rule["annotations"]), rule["alert"]
+
+
+def test_every_alert_links_its_runbook_entry() -> None:
+    headings = {
+        "docs/operations.md#" + line.removeprefix("### ").strip().lower()
+        for line in OPERATIONS.read_text(encoding="utf-8").splitlines()
+        if line.startswith("### ")
+    }
+    for rule in rules():
+        if "alert" in rule:
+            url = rule["annotations"].get("runbook_url")
+            assert url == f"docs/operations.md#{rule['alert'].lower()}", rule["alert"]
+            assert url in headings, f"{rule['alert']}: no runbook entry in docs/operations.md"
 
 
 def test_the_slo_thresholds() -> None:

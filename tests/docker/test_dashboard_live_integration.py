@@ -26,9 +26,9 @@ import pytest
 from inference.worker.metrics import LATENCY_BUCKETS
 from jobs.localstack.dashboard import PanelReading, format_readings, read_panels
 from jobs.replay.readback import high_watermarks, read_range
+from runtime.kafka import KafkaSettings
 from schemas.codec import recommendation_codec, request_codec
 from schemas.errors import InvalidRecord
-from schemas.kafka import KafkaSettings
 from tests.conftest import REPO_ROOT, Endpoints
 from tests.docker.live_pipeline import SCRAPE_S, LiveRun, live_run
 from tests.inference.worker.world import build_world, stream_events
@@ -67,7 +67,7 @@ def run(stack: Endpoints, kafka: KafkaSettings, tmp_path_factory: pytest.TempPat
 @pytest.fixture(scope="module")
 def readings(run: LiveRun) -> list[PanelReading]:
     found = read_panels(run.prometheus, run.started - 5 * SCRAPE_S, run.ended, SCRAPE_S)
-    print("\n" + format_readings(found))  # the table README quotes
+    print("\n" + format_readings(found))  # the table docker/README.md quotes
     return found
 
 

@@ -22,7 +22,7 @@ from jobs.feature_writer.feast_env import (
     feast_apply,
     load_store,
 )
-from schemas.online.connect import OnlineClient, connect
+from runtime.online.connect import OnlineClient, connect
 from tests.conftest import Endpoints, RedisClusterStack
 from tests.support import requirements
 

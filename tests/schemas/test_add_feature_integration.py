@@ -1,7 +1,7 @@
 """A feature added in one place reaches the SQL sink, the Feast view, the writer and the reader.
 
 A temporary copy of the code gets one throwaway pass-through feature: a single
-annotated field on the item-window changelog row (the edit the README's worked
+annotated field on the item-window changelog row (the edit docs/pipeline.md's worked
 example shows). Run from that copy, the feature job's sink columns, the Feast
 ``item_trends`` view, the writer's row and a read back from Redis (through this
 project's reader and through Feast's ``get_online_features`` after ``feast
@@ -40,8 +40,8 @@ from jobs.feature_writer.feast_env import feast_apply, load_store
 from jobs.feature_writer.rows import ConversionOptions, to_row
 from jobs.features.sql import sink_columns
 from schemas.features import ItemWindow
-from schemas.online.redis_store import OnlineStoreWriter, read_rows
-from schemas.online.connect import connect
+from runtime.online.redis_store import OnlineStoreWriter, read_rows
+from runtime.online.connect import connect
 
 root = Path.cwd()
 extra = {"sessions": 7} if "sessions" in ItemWindow.__struct_fields__ else {}
@@ -83,7 +83,7 @@ print(json.dumps({
 
 
 def copy_tree(dest: Path) -> Path:
-    for package in ("schemas", "jobs", "feature_repo"):
+    for package in ("schemas", "runtime", "jobs", "feature_repo"):
         shutil.copytree(
             REPO_ROOT / package,
             dest / package,

@@ -24,7 +24,7 @@ from jobs.localstack.kafka_broker import KafkaService
 from jobs.localstack.process import running_pid
 from jobs.localstack.roles import role_env
 from jobs.localstack.tls import TlsFiles
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from schemas.topics import REC_REQUESTS, RECOMMENDATIONS, USER_BEHAVIOR
 from tests.conftest import REPO_ROOT, free_port
 from tests.security.leaks import Leak, scan_bytes, scan_tree

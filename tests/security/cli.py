@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from contextlib import redirect_stdout
 
 from jobs.demo.services import ensure_model
-from schemas.settings import DEFAULT_MODEL_DIR
+from runtime.settings import DEFAULT_MODEL_DIR
 from tests.benchmarks.report import print_table, result_line
 from tests.conftest import REPO_ROOT
 from tests.security.check import (

@@ -17,7 +17,7 @@ import redis
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
-from schemas.settings import parse_properties
+from runtime.settings import parse_properties
 
 TIMEOUT_S = 10.0
 # What a refusal looks like in each client's words.

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 
 

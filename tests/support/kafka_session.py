@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 # What a Kafka run needs; the Flink cluster is started on purpose (`up --services flink`).
 _SERVICES = ["kafka", "redis"]

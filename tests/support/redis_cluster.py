@@ -10,7 +10,7 @@ from redis.crc import key_slot
 
 from jobs.localstack import Stack, process
 from jobs.localstack.redis_server import RedisService
-from schemas.online.connect import connect
+from runtime.online.connect import connect
 from schemas.online.feast_format import layout
 from schemas.views import ViewSpec
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import socket
+import tempfile
 from collections.abc import Collection
 from dataclasses import fields
 from pathlib import Path
@@ -58,6 +59,13 @@ def free_port_run(count: int, bus_offset: int = 10000) -> int:
         if all(is_free(port) and is_free(port + bus_offset) for port in ports):
             return base
     raise RuntimeError(f"no {count} consecutive free ports found between 20000 and 30000")
+
+
+def run_home(prefix: str, root: Path = REPO_ROOT / ".stack") -> Path:
+    """A new folder ``<root>/<prefix><random>`` for one run's stack; ``root`` is made first,
+    as a fresh clone has no ``.stack`` until something starts the local stack there."""
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=root))
 
 
 def own_stack_settings(

@@ -27,9 +27,9 @@ from typing import Any
 import msgspec
 
 from jobs.features.settings import FeatureJobSettings
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec
 from schemas.features import UserWindow, pack_event
-from schemas.kafka import KafkaSettings
 
 
 def decode(codec: Any, raw: str) -> tuple[int, int, int, str, int] | None:

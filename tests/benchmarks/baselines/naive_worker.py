@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from confluent_kafka import Consumer, Producer
 
 from inference.worker.artifacts import ModelArtifacts
@@ -34,10 +35,10 @@ from inference.worker.recall import (
 )
 from inference.worker.settings import WorkerSettings, parse_args, settings_from
 from jobs.feature_writer.feast_env import REPO_PATH, load_store
+from runtime.consumer import CONSUMER_DEFAULTS
 from schemas.codec import recommendation_codec, request_codec, wall_clock_ms
-from schemas.consumer import CONSUMER_DEFAULTS
 from schemas.errors import InvalidRecord
-from schemas.ranking import INPUT_NAMES, SCORES
+from schemas.ranking import CANDIDATE_FEATURES, INPUT_NAMES, ITEM_DENSE_FEATURES, SCORES
 from schemas.records import Recommendation, RecRequest
 from schemas.views import (
     CATEGORY_TRENDS,
@@ -104,7 +105,7 @@ class NaiveWorker:
             seq_items=clicks, seq_cats=vocab.category_index(user.categories),
             user_dense=user.dense, cand_items=cand_items,
             cand_cats=vocab.category_index(raw_cats),
-            cand_dense=np.asarray([i.dense for i in items], np.float32).reshape(len(ids), 5),
+            cand_dense=_item_dense_only(items),
         )  # fmt: skip
         scores, version = self._score(assemble([model_input]))
         columns = zip(cands, scores[0][: len(ids)], raw_cats, strict=True)
@@ -166,3 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _item_dense_only(items: Sequence[Any]) -> npt.NDArray[np.float32]:
+    """The item windows, and zeros for the request-state features this naive worker does
+    not compute: it measures the cost of the roundtrips, not the answers' quality."""
+    dense = np.zeros((len(items), len(CANDIDATE_FEATURES)), np.float32)
+    dense[:, : len(ITEM_DENSE_FEATURES)] = np.asarray([i.dense for i in items], np.float32).reshape(
+        len(items), len(ITEM_DENSE_FEATURES)
+    )
+    return dense

@@ -54,6 +54,23 @@ def test_a_slow_canary_breaches_but_a_box_that_slows_both_does_not() -> None:
     assert judge(slow, slow, Guards()) is None
 
 
+def test_one_slow_answer_among_a_few_dozen_is_not_a_slow_canary() -> None:
+    # make canary-check: 52 answers at 50%, one of them over 50 ms after a stall of the box.
+    canary = figures(ok=52, latency=[30, 15, 6, 1, 0])
+    champion = figures(ok=700, latency=[400, 250, 50, 0, 0])
+    assert judge(canary, champion, Guards()) is None
+    # make canary-check at a load of 9: 5 of 91 over 50 ms against the champion's 4%.
+    loaded = figures(ok=700, latency=[400, 200, 72, 28, 0])
+    assert judge(figures(ok=91, latency=[40, 30, 16, 5, 0]), loaded, Guards()) is None
+    # ...while most answers slow against the same loaded champion is the canary's doing.
+    breach = judge(figures(ok=91, latency=[10, 20, 21, 40, 0]), loaded, Guards())
+    assert breach is not None and breach.check == "latency_p99"
+    # The same share of slow answers over 500 answers is a tail the p99 does see.
+    slow_tail = figures(ok=500, latency=[300, 150, 40, 10, 0])
+    breach = judge(slow_tail, champion, Guards())
+    assert breach is not None and breach.check == "latency_p99" and "p99 " in str(breach)
+
+
 def test_latency_is_not_judged_on_a_handful_of_answers() -> None:
     few = figures(ok=10, latency=[0, 0, 0, 10, 0])
     assert judge(few, figures(ok=1000), Guards()) is None

@@ -117,6 +117,6 @@ def test_the_served_models_agree_with_the_ranking_contract(handling: Any) -> Non
 
     assert handling.SEQ_LEN == ranking.SEQ_LEN
     assert len(ranking.USER_DENSE_FEATURES) == handling.USER_DENSE_SIZE
-    assert len(ranking.ITEM_DENSE_FEATURES) == handling.ITEM_DENSE_SIZE
+    assert len(ranking.CANDIDATE_FEATURES) == handling.ITEM_DENSE_SIZE
     assert handling.INPUT_NAMES == ranking.INPUT_NAMES
     assert handling.OUTPUT_NAME == ranking.SCORES

@@ -9,7 +9,7 @@ import pytest
 
 from inference.serving import cli
 from inference.serving.registered import record_origin, registry_record
-from schemas.model_registry import ModelVersion, parse_model_uri
+from runtime.model_registry import ModelVersion, parse_model_uri
 
 
 def test_the_manifest_records_the_registry_version(tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ def test_padding_adds_pad_rows_and_candidates(model_py: ModuleType) -> None:
     padded = model_py.pad(batch, 4, 8)
     assert {k: tuple(v.shape) for k, v in padded.items()} == {
         "seq_items": (4, 50), "seq_cats": (4, 50), "user_dense": (4, 4),
-        "cand_items": (4, 8), "cand_cats": (4, 8), "cand_dense": (4, 8, 5),
+        "cand_items": (4, 8), "cand_cats": (4, 8), "cand_dense": (4, 8, 24),
     }  # fmt: skip
     assert padded["cand_items"][:3, 5:].eq(0).all() and padded["seq_items"][3].eq(0).all()
     assert torch.equal(padded["cand_dense"][:3, :5], batch["cand_dense"])

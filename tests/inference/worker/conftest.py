@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import OnlineClient, connect
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import OnlineClient, connect
 from tests.conftest import Endpoints
 from tests.feature_repo.applied import feast_cluster_repo, feast_repo
 from tests.inference.worker.harness import WorkerProcess, WorkerTopics, worker_env

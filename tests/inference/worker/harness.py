@@ -16,9 +16,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer
 from prometheus_client.parser import text_string_to_metric_families
 
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
+from runtime.online.feast_environment import without_feast_metrics
 from schemas.codec import dead_letter_codec, recommendation_codec, request_codec
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics, request_topic_spec
-from schemas.online.feast_environment import without_feast_metrics
 from schemas.records import DeadLetter, Recommendation, RecRequest
 from schemas.topics import dead_letter_topic
 from tests.conftest import REPO_ROOT, free_port

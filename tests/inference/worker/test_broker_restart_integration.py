@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Producer
 
 from jobs.localstack import Stack, StackSettings
+from runtime.kafka import EXIT_RESTART, KafkaSettings
 from schemas.codec import request_codec
-from schemas.kafka import EXIT_RESTART, KafkaSettings
 from schemas.records import RecRequest
 from tests.conftest import REPO_ROOT, TritonServer, free_port
 from tests.inference.worker.conftest import StartWorker

@@ -22,10 +22,10 @@ from inference.serving.registered import publish_registered
 from inference.serving.worker_metrics import scrape
 from jobs.localstack import Stack
 from jobs.ranker.registry import log_and_register
+from runtime.kafka import KafkaSettings
+from runtime.model_registry import RegistryClient
+from runtime.online.connect import OnlineClient
 from schemas.codec import wall_clock_ms
-from schemas.kafka import KafkaSettings
-from schemas.model_registry import RegistryClient
-from schemas.online.connect import OnlineClient
 from schemas.records import RecRequest
 from schemas.routing import Routing, Variant, decode, encode, routing_key, variant_of
 from tests.conftest import Endpoints, TritonServer

@@ -19,10 +19,10 @@ from inference.worker.recall import Candidate
 from inference.worker.settings import WorkerSettings
 from jobs.feature_writer.cli import build_loop
 from jobs.feature_writer.settings import WriterSettings
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import OnlineClient
 from schemas.codec import wall_clock_ms
 from schemas.features import FeatureUpdate, ItemWindow, UserRecentEvents, pack_event
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import OnlineClient
 from schemas.ranking import OOV_INDEX
 from schemas.records import RecRequest
 from tests.conftest import Endpoints, TopicFactory, TritonServer

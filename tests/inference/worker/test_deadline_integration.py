@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce

@@ -11,9 +11,9 @@ from inference.worker.features import (
     typed_value,
     user_features,
 )
+from runtime.online.redis_store import decode_reply
 from schemas.online.feast_format import encode_timestamp, encode_value
 from schemas.online.feast_protos import ValueProto
-from schemas.online.redis_store import decode_reply
 from schemas.ranking import ZERO_ITEM_DENSE
 from schemas.views import VIEWS
 

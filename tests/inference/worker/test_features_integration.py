@@ -9,7 +9,8 @@ import pytest
 
 from inference.worker.features import TIMESTAMP, FeatureReader
 from inference.worker.inventory import inventory_key, mark
-from schemas.online.covisit import neighbours_key, read_neighbours
+from runtime.online.redis_store import read_neighbours
+from schemas.online.covisit import neighbours_key
 from schemas.online.feast_format import field_hash, redis_key, ts_field
 from schemas.online.feast_protos import ValueProto
 from schemas.views import VIEWS

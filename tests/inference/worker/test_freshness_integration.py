@@ -13,10 +13,10 @@ import time
 import pytest
 
 from inference.worker.freshness import PROBE_EVERY_S
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import OnlineClient
 from schemas.codec import wall_clock_ms
 from schemas.features import UserRecentEvents, pack_event
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import OnlineClient
 from schemas.records import BehaviorEvent, RecRequest
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker

@@ -22,7 +22,7 @@ def user(cands: list[int], seq: list[int]) -> UserInput:
         user_dense=[1.0, 2.0, 3.0, 4.0],
         cand_items=np.array(cands, np.int32),
         cand_cats=np.array(cands, np.int32) + 100,
-        cand_dense=np.ones((n, 5), np.float32),
+        cand_dense=np.ones((n, 24), np.float32),
     )
 
 
@@ -31,7 +31,7 @@ def test_users_are_padded_to_a_common_candidate_count() -> None:
     assert inputs[CAND_ITEMS].tolist() == [[5, 6, 7], [8, 0, 0]]
     assert inputs[CAND_ITEMS].dtype == np.int32
     assert inputs[CAND_CATS].tolist() == [[105, 106, 107], [108, 0, 0]]
-    assert inputs[CAND_DENSE].shape == (2, 3, 5)
+    assert inputs[CAND_DENSE].shape == (2, 3, 24)
     assert inputs[CAND_DENSE][1, 1:].sum() == 0
     assert inputs[SEQ_ITEMS].shape == (2, SEQ_LEN)
     assert inputs[SEQ_ITEMS][0, -2:].tolist() == [2, 3]

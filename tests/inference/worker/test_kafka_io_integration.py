@@ -18,8 +18,8 @@ from inference.worker.kafka_io import (
     RecommendationSink,
     RequestStream,
 )
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from schemas.codec import request_codec, wall_clock_ms
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
 from schemas.records import RecItem, Recommendation, RecRequest
 from tests.inference.worker.harness import WorkerTopics, produce
 

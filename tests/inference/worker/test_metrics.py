@@ -48,7 +48,7 @@ WORKER_KNOWN: dict[str, dict[str, set[str]]] = {
     "streamrec_worker_recommendations_total": {"degraded": {"true", "false"}},
     "streamrec_worker_variant_answers_total": {
         "variant": {"default"},
-        "outcome": {"ok", "model_error", "degraded"},
+        "outcome": {"ok", "model_error", "degraded", "rerouted"},
     },
     "streamrec_worker_feature_lookups_total": {"view": VIEWS | {"covisit"}},
     "streamrec_worker_feature_missing_total": {"view": VIEWS | {"covisit"}},
@@ -101,7 +101,7 @@ def test_a_fresh_worker_exposes_every_known_label_value_at_zero() -> None:
     # Both variant labels together: the default variant with each outcome.
     answers = exposed(text)["streamrec_worker_variant_answers_total"]
     assert {(s["variant"], s["outcome"]) for s in answers} >= {
-        ("default", o) for o in ("ok", "model_error", "degraded")
+        ("default", o) for o in ("ok", "model_error", "degraded", "rerouted")
     }
 
 

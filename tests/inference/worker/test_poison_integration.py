@@ -14,9 +14,9 @@ from collections import Counter
 
 import pytest
 
+from runtime.kafka import KafkaSettings, dead_letter_spec, ensure_topics
 from schemas.codec import request_codec
 from schemas.errors import InvalidRecord
-from schemas.kafka import KafkaSettings, dead_letter_spec, ensure_topics
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker
 from tests.inference.worker.harness import OutputReader, WorkerTopics, produce

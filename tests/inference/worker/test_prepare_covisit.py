@@ -17,9 +17,10 @@ import redis
 from inference.worker.features import TIMESTAMP, Row
 from inference.worker.metrics import WorkerMetrics
 from inference.worker.prepare import REDIS_DOWN, BatchPreparer
-from inference.worker.recall import Candidate
 from inference.worker.settings import WorkerSettings
+from schemas.candidates import HistoryTouch
 from schemas.ranking import FIRST_ID_INDEX, OOV_INDEX
+from schemas.recall import Candidate
 from schemas.records import RecRequest
 from tests.support.artifacts import write_random_artifacts
 
@@ -47,15 +48,20 @@ class MemoryReader:
         }  # fmt: skip
         return [recent if i == 1 else None for i in ids], [None for _ in ids]
 
-    def routes(
-        self, categories: Sequence[int], items: Sequence[int], per_item: int
-    ) -> tuple[list[Row | None], list[list[tuple[int, float]]]]:
-        """One round trip for both routes, as FeatureReader.routes."""
+    def routes_and_histories(
+        self,
+        categories: Sequence[int],
+        items: Sequence[int],
+        per_item: int,
+        user_ids: Sequence[int],
+    ) -> tuple[list[Row | None], list[list[tuple[int, float]]], list[list[HistoryTouch]]]:
+        """One round trip for the routes, as FeatureReader.routes_and_histories."""
         self.calls.append(f"routes {list(categories)}; neighbours {list(items)} {per_item}")
         if self.fail_neighbours:
             raise redis.ConnectionError("Connection refused")
         neighbours = [self.neighbour_lists.get(i, [])[:per_item] for i in items]
-        return [None for _ in categories], neighbours
+        histories = [[HistoryTouch(104, T0 - 3_600_000, 2)] if u == 1 else [] for u in user_ids]
+        return [None for _ in categories], neighbours, histories
 
     def items(
         self, ids: Sequence[int], stock_of: Sequence[int] | None = None
@@ -120,3 +126,13 @@ def test_only_the_last_clicks_are_seeds(tmp_path: Path, clicks: int) -> None:
     preparer(tmp_path, reader, covisit_clicks=clicks).prepare([request()])
     seeds = [102] if clicks else []
     assert f"routes [1]; neighbours {seeds} 40" in reader.calls
+
+
+def test_the_recent_route_holds_the_fresh_view_then_the_history(tmp_path: Path) -> None:
+    reader = MemoryReader()
+    [prepared] = preparer(tmp_path, reader).prepare([request()]).requests
+    recent = [c.item_id for c in prepared.candidates if c.route == "recent"]
+    covisited = {c.item_id for c in prepared.candidates if c.route == "covisit"}
+    # 102 and 101 are the fresh view's, most recent first (101 came by co-visits first).
+    assert recent == [i for i in (102, 101, 104) if i not in covisited]
+    assert 104 in recent and prepared.touched == {101, 102, 104}

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from inference.worker.errors import RankerTimeout, RankerUnavailable
+from inference.worker.errors import RankerTimeout, RankerUnavailable, VersionNotReady
 from inference.worker.features import ItemFeatures, UserFeatures
 from inference.worker.inputs import UserInput
 from inference.worker.metrics import WorkerMetrics
@@ -56,7 +56,7 @@ def batch(users: int, out_of_stock: set[int] | None = None) -> PreparedBatch:
         model_input = UserInput(
             seq_items=np.zeros(0, np.int32), seq_cats=np.zeros(0, np.int32),
             user_dense=[0.0] * 4, cand_items=np.array(items, np.int32),
-            cand_cats=np.zeros(3, np.int32), cand_dense=np.zeros((3, 5), np.float32),
+            cand_cats=np.zeros(3, np.int32), cand_dense=np.zeros((3, 24), np.float32),
         )  # fmt: skip
         request = RecRequest(request_id=f"r{u}", user_id=u + 1, ts=1_700_000_000_000, k=2)
         user = UserFeatures(u + 1, excluded=frozenset({30 + u}), features_at=5)
@@ -201,3 +201,23 @@ def test_a_failing_canary_leaves_the_champions_users_on_the_ranker() -> None:
         for rec in recs:
             assert rec.degraded == (rec.variant == "canary"), rec
         assert not any(rec.degraded for rec in recs if rec.variant == "champion")
+
+
+def test_a_version_triton_has_not_ready_is_answered_by_the_default_one_and_flagged() -> None:
+    not_ready = VersionNotReady("Request for unknown model: 'ranker' version 5 is not found")
+    scorer = FakeScorer({5: not_ready})
+    prepared = batch(40)
+    routing = split({"canary": (5, 50.0), "champion": (4, 50.0)})
+    metrics = WorkerMetrics()
+    ranker = Ranker(scorer, Breaker(60), 40, (10,), metrics)
+    for _ in range(2):
+        ranked = asyncio.run(ranker.rank(prepared, routing=routing))
+        recs = recommendations(prepared, ranked, max_per_category=3, now_ms=1_700_000_000_001)
+        canary = [r for r in recs if r.variant == "canary"]
+        assert canary and all(not r.degraded and r.rerouted_from == 5 for r in canary)
+        assert {r.model_version for r in canary} == {"ranker:3"}  # Triton's default answered
+        champion = [r for r in recs if r.variant == "champion"]
+        assert all(r.rerouted_from is None and r.model_version == "ranker:4" for r in champion)
+    # The second batch went to the default version directly, without asking for 5 again.
+    assert scorer.versions.count(5) == 1 and scorer.versions.count(None) == 2
+    assert metrics.rerouted._value.get() == 2 * len(canary)

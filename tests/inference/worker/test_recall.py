@@ -90,7 +90,7 @@ def test_recent_items_are_distinct_and_most_recent_first() -> None:
 
 
 def test_covisit_comes_after_the_request_and_before_the_embedding() -> None:
-    assert ROUTE_ORDER == ("request", "covisit", "embedding", "trend", "popular")
+    assert ROUTE_ORDER == ("request", "covisit", "recent", "embedding", "trend", "popular")
     routes = user_routes([5], embedding=[6, 7], trend=[8], popular=[9], covisit=[7, 5, 10])
     merged = merge_routes(routes, limit=5, min_count=0)
     assert merged == [

@@ -15,9 +15,9 @@ import pytest
 from inference.serving import repository
 from jobs.localstack import Stack, StackSettings
 from jobs.localstack.process import read_pidfile
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import connect
 from schemas.codec import wall_clock_ms
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import connect
 from schemas.records import Recommendation, RecRequest
 from tests.conftest import TritonServer
 from tests.inference.worker.conftest import StartWorker

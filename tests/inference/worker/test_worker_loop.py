@@ -147,7 +147,7 @@ class MemoryPreparer:
             model_input = UserInput(
                 seq_items=np.zeros(0, np.int32), seq_cats=np.zeros(0, np.int32),
                 user_dense=[0.0] * 4, cand_items=np.array(items, np.int32),
-                cand_cats=np.zeros(3, np.int32), cand_dense=np.zeros((3, 5), np.float32),
+                cand_cats=np.zeros(3, np.int32), cand_dense=np.zeros((3, 24), np.float32),
             )  # fmt: skip
             user = UserFeatures(request.user_id)
             cands = [Candidate(i, "embedding") for i in items]

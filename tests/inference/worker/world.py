@@ -18,6 +18,8 @@ from pathlib import Path
 from inference.worker.artifacts import ModelArtifacts
 from jobs.datasets import RowAudit, read_dataset
 from jobs.feature_writer.rows import ConversionOptions, to_rows
+from runtime.online.connect import OnlineClient
+from runtime.online.redis_store import OnlineStoreWriter
 from schemas.codec import wall_clock_ms
 from schemas.features import (
     TREND_WEIGHTS,
@@ -29,8 +31,6 @@ from schemas.features import (
     pack_event,
     pack_trend,
 )
-from schemas.online.connect import OnlineClient
-from schemas.online.redis_store import OnlineStoreWriter
 from schemas.records import BehaviorEvent, RecRequest
 from tests.support import requirements
 from tests.support.artifacts import write_random_artifacts

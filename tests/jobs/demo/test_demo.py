@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from jobs.demo.cli import main
 from jobs.demo.loop import READY_TIMEOUT_S, WARM_UP_USER
-from schemas.online.connect import connect
+from runtime.online.connect import connect
 from schemas.views import PROJECT
 from tests.conftest import REPO_ROOT, Endpoints, TritonServer
 from tests.inference.worker.world import build_world, stream_events

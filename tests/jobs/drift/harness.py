@@ -14,9 +14,9 @@ from jobs.drift.check import CheckResult
 from jobs.drift.cli import build_loop
 from jobs.drift.loop import DriftLoop
 from jobs.drift.settings import DriftSettings
+from runtime.kafka import KafkaSettings
 from schemas.codec import drift_codec
 from schemas.features import FeatureUpdate
-from schemas.kafka import KafkaSettings
 from schemas.records import DriftAlert
 from tests.jobs.drift.streams import produce_changelog
 

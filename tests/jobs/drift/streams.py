@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import msgspec
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.features import FeatureUpdate
-from schemas.kafka import KafkaSettings
 
 
 def changelog_key(row: FeatureUpdate) -> bytes:

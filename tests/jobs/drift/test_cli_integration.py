@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from jobs.drift.reference import save_reference
+from runtime.kafka import KafkaSettings
 from schemas.features import FeatureUpdate
-from schemas.kafka import KafkaSettings
 from tests.conftest import REPO_ROOT, TopicFactory
 from tests.jobs.drift.streams import produce_changelog
 

@@ -13,8 +13,8 @@ from confluent_kafka import Producer
 from jobs.drift.cli import build_loop
 from jobs.drift.reference import save_reference
 from jobs.drift.scores import BASELINE_FILE
+from runtime.kafka import KafkaSettings
 from schemas.codec import recommendation_codec
-from schemas.kafka import KafkaSettings
 from schemas.records import RecItem, Recommendation
 from tests.conftest import TopicFactory
 from tests.jobs.drift.harness import watch_settings

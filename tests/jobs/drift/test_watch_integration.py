@@ -13,8 +13,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from jobs.drift.reference import save_reference
+from runtime.kafka import KafkaSettings
 from schemas.features import FeatureUpdate
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 from schemas.topics import dead_letter_topic
 from tests.conftest import TopicFactory

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from jobs.evaluate.materialize import prefix_updates
@@ -72,12 +74,22 @@ def test_result_line_names_every_goal_figure() -> None:
     truths = [Truth(frozenset({1}), frozenset())]
     results = {"stream": evaluate_variant("stream", ["r"], truths, {"r": rec("r", [1])}),
                "popular": popular_result([5], truths)}  # fmt: skip
-    line = result_line(results, 0.995, 0.1, 1)
+    line = result_line(results, 0.995, 0.1, 1, (1.2, 1.1, 1.3))
     assert line == (
-        "RESULT hit_at_10=1.0000 batch_hit_at_10=n/a popular_hit_at_10=0.0000 "
-        "norank_hit_at_10=n/a exclude_viewed_hit_at_10=n/a fresh_answers=0.9950 "
-        "popular_share=0.1000 answers=1"
+        "RESULT hit_at_10=1.0000 ndcg_at_10=1.0000 new_item_hit_at_10=0.0000 "
+        "batch_hit_at_10=n/a popular_hit_at_10=0.0000 popular_ndcg_at_10=0.0000 "
+        "norank_hit_at_10=n/a norank_ndcg_at_10=n/a recent_first_hit_at_10=n/a "
+        "recent_first_ndcg_at_10=n/a hit_ratio_vs_norank=1.2000 hit_ratio_low=1.1000 "
+        "hit_ratio_high=1.3000 fresh_answers=0.9950 popular_share=0.1000 answers=1"
     )
+
+
+def test_the_paired_hit_ratio_and_its_interval() -> None:
+    from jobs.evaluate.report import paired_hit_ratio
+
+    ratio, low, high = paired_hit_ratio([1.0] * 40, [1.0] * 20 + [0.0] * 20)
+    assert ratio == 2.0 and low <= 2.0 <= high
+    assert all(math.isnan(v) for v in paired_hit_ratio([1.0], [0.0]))
 
 
 def test_the_prefix_keeps_each_entitys_newest_window_closed_by_the_cut() -> None:

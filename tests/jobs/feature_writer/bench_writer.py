@@ -36,11 +36,11 @@ from confluent_kafka import Producer
 from jobs.feature_writer.cli import build_loop, redis_client
 from jobs.feature_writer.rows import ConversionOptions, to_row, to_rows
 from jobs.feature_writer.settings import WriterSettings
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.online.redis_store import OnlineStoreWriter
 from schemas.codec import feature_update_codec
 from schemas.features import UserRecentEvents, pack_event
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import OnlineStoreWriter
 from tests.benchmarks.report import result_line
 from tests.feature_repo.applied import applied_copy
 

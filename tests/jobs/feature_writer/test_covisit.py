@@ -15,9 +15,10 @@ from jobs.feature_writer.covisit import (
     plan_counts,
     script_calls,
 )
+from runtime.online.redis_store import GuardedCalls, Plan
 from schemas.features import FeatureUpdate, UserRecentEvents, pack_event
 from schemas.online.covisit import Visit, neighbours_key, seen_key
-from schemas.online.redis_store import GuardedCalls, Plan
+from schemas.online.history import TOUCH_HISTORY, history_keys
 from tests.jobs.feature_writer.samples import MINUTE, T0, item_window
 
 
@@ -49,16 +50,18 @@ def test_script_call_layout() -> None:
     [call] = script_calls([(1, Visit(T0, 20, (10, 30))), (2, Visit(T0 + 1, 10, ()))], options)
     assert call.script == covisit.COUNT_VISITS
     assert call.keys == [
-        b"p:covisit:seen:1", b"p:covisit:20", b"p:covisit:10", b"p:covisit:30",
-        b"p:covisit:seen:2", b"p:covisit:10",
+        b"p:covisit:seen:1", b"p:history:{1}:ts", b"p:history:{1}:n",
+        b"p:covisit:20", b"p:covisit:10", b"p:covisit:30",
+        b"p:covisit:seen:2", b"p:history:{2}:ts", b"p:history:{2}:n", b"p:covisit:10",
     ]  # fmt: skip
-    assert call.argv == [5, 60, 2000, T0, 20, 2, 10, 30, T0 + 1, 10, 0]
+    history = [options.history_items, options.history_ttl_s]
+    assert call.argv == [5, 60, 2000, *history, T0, 20, 2, 10, 30, T0 + 1, 10, 0]
 
 
 def test_script_calls_are_chunked_in_order() -> None:
     visits = [(u, Visit(T0, 1, ())) for u in range(covisit.VISITS_PER_CALL + 1)]
     calls = script_calls(visits, CovisitOptions())
-    assert [len(c.keys) // 2 for c in calls] == [covisit.VISITS_PER_CALL, 1]
+    assert [len(c.keys) // 4 for c in calls] == [covisit.VISITS_PER_CALL, 1]
     assert calls[1].keys[0].endswith(f":seen:{covisit.VISITS_PER_CALL}".encode())
 
 
@@ -69,6 +72,8 @@ def added(plan: Plan) -> dict[bytes, list[int]]:
     """Set key -> the members each count call adds 1 to."""
     out = {}
     for call in plan.with_rows:
+        if call.script != covisit.COUNT_PAIRS:
+            continue
         assert call.argv[2] == len(call.argv) - 3  # how many members follow
         out[call.keys[0]] = [int(m) for m in call.argv[3:]]
     return out
@@ -84,12 +89,23 @@ def test_a_plan_counts_both_directions_and_moves_each_guard_to_its_newest_visit(
         neighbours_key(12, "p"): [11, 11],
         neighbours_key(13, "p"): [11],
     }
-    assert all(call.argv[:2] == [7, 60] for call in plan.with_rows)
+    assert all(call.argv[:2] == [7, 60] for call in plan.with_rows if call.script != TOUCH_HISTORY)
     guards = {call.keys[0]: call.argv for call in plan.after_rows}
     assert guards == {
         seen_key(1, "p"): [options.seen_ttl_ms, 200, 14],
         seen_key(2, "p"): [options.seen_ttl_ms, 50, 12],
     }
+
+
+def test_a_plan_touches_each_user_history_once_per_counted_visit_in_one_call() -> None:
+    options = CovisitOptions(project="p", history_items=9, history_ttl_s=30)
+    visits = [(1, Visit(100, 11, (12,))), (2, Visit(50, 12, ())), (1, Visit(200, 14, ()))]
+    plan = plan_counts(visits, {1: None, 2: (50, 12)}, options)
+    touches = {c.keys[0]: c for c in plan.with_rows if c.script == TOUCH_HISTORY}
+    assert set(touches) == {history_keys(1, "p")[0]}  # user 2's visit was counted already
+    call = touches[history_keys(1, "p")[0]]
+    assert call.keys == list(history_keys(1, "p")) and call.header == 2
+    assert call.argv == [9, 30, 2, 100, 11, 200, 14]
 
 
 def test_a_plan_skips_visits_its_guard_already_counted_as_the_script_does() -> None:

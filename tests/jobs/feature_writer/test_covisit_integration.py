@@ -13,11 +13,18 @@ from confluent_kafka import Producer
 from jobs.feature_writer.cli import build_loop
 from jobs.feature_writer.covisit import CovisitOptions, count_calls
 from jobs.feature_writer.settings import WriterSettings
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import OnlineClient, connect
+from runtime.online.redis_store import OnlineStoreWriter, read_neighbours
 from schemas.features import FeatureUpdate, UserRecentEvents, pack_event
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import OnlineClient, connect
-from schemas.online.covisit import Visit, neighbours_key, read_neighbours, seen_key
-from schemas.online.redis_store import OnlineStoreWriter
+from schemas.online.covisit import Visit, neighbours_key, seen_key
+from schemas.online.history import (
+    History,
+    Touched,
+    decode_history,
+    history_keys,
+    queue_history_reads,
+)
 from tests.conftest import Endpoints, RedisClusterStack, TopicFactory
 from tests.jobs.feature_writer.samples import MINUTE, T0
 from tests.support import requirements
@@ -126,3 +133,34 @@ def test_sets_keep_their_top_neighbours_with_a_ttl_and_survive_a_script_flush(
     again = writer.write([], count_calls(later, options, cluster=writer.is_cluster))
     assert again.also == (1,)
     assert read_neighbours(client, [A, D], 10, project) == [[(B, 3.0), (C, 2.0)], [(A, 2.0)]]
+
+
+def read_history(client: OnlineClient, user_id: int, project: str) -> History:
+    pipe = client.pipeline()
+    queue_history_reads(pipe, [user_id], project)
+    times, counts = pipe.execute()
+    return decode_history(times, counts)
+
+
+def test_history_keeps_each_item_last_touch_and_count_once_per_visit_bounded_with_a_ttl(
+    client: OnlineClient,
+) -> None:
+    project = f"cv{uuid.uuid4().hex[:8]}"
+    options = CovisitOptions(project=project, history_items=2, history_ttl_s=600)
+    writer = OnlineStoreWriter(client, project)
+    visits = [
+        (1, Visit(T0, A, ())),
+        (1, Visit(T0 + 1, B, (A,))),
+        (1, Visit(T0 + 2, A, (B,))),
+        (1, Visit(T0 + 2, A, (B,))),  # a replayed row: not newer than the guard
+    ]
+    result = writer.write([], count_calls(visits, options, cluster=writer.is_cluster))
+    assert result.also == (3,)
+    assert read_history(client, 1, project) == [Touched(A, T0 + 2, 2), Touched(B, T0 + 1, 1)]
+    # A third item pushes the oldest (B) out of both sets; A's count stays.
+    later = [(1, Visit(T0 + 3, C, (A,)))]
+    writer.write([], count_calls(later, options, cluster=writer.is_cluster))
+    assert read_history(client, 1, project) == [Touched(C, T0 + 3, 1), Touched(A, T0 + 2, 2)]
+    for key in history_keys(1, project):
+        remaining_s: int = client.ttl(key)  # type: ignore[assignment]
+        assert 0 < remaining_s <= 600

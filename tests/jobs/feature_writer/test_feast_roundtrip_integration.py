@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from jobs.feature_writer.rows import ConversionOptions, to_row
+from runtime.online.redis_store import OnlineStoreWriter, read_rows
 from schemas.features import FeatureUpdate
 from schemas.online.feast_format import FeatureRow, layout
-from schemas.online.redis_store import OnlineStoreWriter, read_rows
 from schemas.views import VIEWS
 from tests.feature_repo.applied import AppliedRepo
 from tests.jobs.feature_writer.samples import T0, category_window, item_window, recent, user_window

@@ -12,10 +12,10 @@ import redis
 from jobs.feature_writer.covisit import CovisitOptions
 from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
 from jobs.feature_writer.rows import ConversionOptions
+from runtime.online.redis_store import ScriptCall, WriteResult
 from schemas.errors import InvalidRecord
 from schemas.features import UserRecentEvents
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import ScriptCall, WriteResult
 from tests.jobs.feature_writer.samples import T0, item_window, recent
 
 
@@ -163,7 +163,7 @@ def test_covisit_counts_ride_in_the_rows_write_and_retry_with_it() -> None:
     failed, written = writer.also
     assert failed == written and len(written) == 1
     assert written[0].keys[0] == b"p:covisit:seen:1"
-    assert written[0].argv[3:] == [T0, 100, 0, T0, 100, 1, 101]
+    assert written[0].argv[5:] == [T0, 100, 0, T0, 100, 1, 101]  # after the five settings
     assert (len(writer.rows), loop.stats.covisits, consumer.commits) == (1, 1, 1)
 
 

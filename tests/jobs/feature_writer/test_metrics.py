@@ -12,10 +12,10 @@ from jobs.feature_writer.covisit import CovisitOptions
 from jobs.feature_writer.loop import FeatureWriterLoop, WriterStats, event_time_ms
 from jobs.feature_writer.metrics import STAT_COUNTERS, WriterMetrics
 from jobs.feature_writer.rows import ConversionOptions
+from runtime.online.redis_store import ScriptCall, WriteResult
 from schemas.errors import INVALID_RECORD_KINDS, MalformedRecord
 from schemas.features import UserRecentEvents
 from schemas.online.feast_format import FeatureRow
-from schemas.online.redis_store import ScriptCall, WriteResult
 from tests.jobs.feature_writer.samples import MINUTE, T0, item_window, recent
 from tests.jobs.feature_writer.test_loop import FakeConsumer, FlakyWriter, make_loop, write_batches
 

@@ -20,10 +20,10 @@ from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
 from jobs.feature_writer.rows import ConversionOptions
 from jobs.localstack import Stack
 from jobs.localstack.redis_cluster import is_formed
+from runtime.consumer import RecordConsumer
+from runtime.kafka import KafkaSettings
+from runtime.online.redis_store import OnlineStoreWriter, read_rows
 from schemas.codec import feature_update_codec
-from schemas.consumer import RecordConsumer
-from schemas.kafka import KafkaSettings
-from schemas.online.redis_store import OnlineStoreWriter, read_rows
 from tests.conftest import TopicFactory
 from tests.jobs.feature_writer.samples import MINUTE, T0, item_window
 from tests.jobs.feature_writer.test_writer_e2e_integration import committed

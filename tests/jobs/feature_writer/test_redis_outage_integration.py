@@ -18,10 +18,10 @@ from confluent_kafka import Producer
 from jobs.feature_writer.cli import redis_client
 from jobs.feature_writer.loop import Backoff, FeatureWriterLoop
 from jobs.feature_writer.rows import ConversionOptions
+from runtime.consumer import RecordConsumer
+from runtime.kafka import KafkaSettings
+from runtime.online.redis_store import OnlineStoreWriter, read_rows
 from schemas.codec import feature_update_codec
-from schemas.consumer import RecordConsumer
-from schemas.kafka import KafkaSettings
-from schemas.online.redis_store import OnlineStoreWriter, read_rows
 from tests.conftest import TopicFactory, free_port
 from tests.jobs.feature_writer.samples import T0, item_window
 from tests.jobs.feature_writer.test_writer_e2e_integration import committed

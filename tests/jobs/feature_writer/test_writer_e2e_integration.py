@@ -17,9 +17,9 @@ from jobs.feature_writer.metrics import STAT_COUNTERS, serve
 from jobs.feature_writer.rows import ConversionOptions, to_row
 from jobs.feature_writer.settings import WriterSettings
 from jobs.replay.readback import high_watermarks, read_range
+from runtime.kafka import KafkaSettings
 from schemas.codec import dead_letter_codec
 from schemas.features import FeatureUpdate, UserRecentEvents
-from schemas.kafka import KafkaSettings
 from schemas.topics import dead_letter_topic
 from tests.conftest import TopicFactory, free_port
 from tests.feature_repo.applied import AppliedRepo

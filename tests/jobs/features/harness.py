@@ -15,9 +15,9 @@ import msgspec
 from confluent_kafka import KafkaError, KafkaException
 
 from jobs.replay.readback import high_watermarks, read_range
+from runtime.kafka import KafkaSettings
 from schemas.codec import dead_letter_codec, feature_update_codec
 from schemas.features import FeatureUpdate, view_of
-from schemas.kafka import KafkaSettings
 from schemas.records import DeadLetter
 
 REPO_ROOT = Path(__file__).resolve().parents[3]

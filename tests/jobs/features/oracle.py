@@ -13,9 +13,9 @@ a category with more items than the top list keeps.
 
 from __future__ import annotations
 
-from jobs.features.reference import WindowSpec
 from schemas.features import CategoryWindow, ItemWindow, UserRecentEvents, UserWindow
 from schemas.records import BehaviorEvent
+from schemas.reference import WindowSpec
 
 MIN = 60_000
 T = 1_511_654_400_000  # 2017-11-26 00:00:00 UTC, on a slide boundary

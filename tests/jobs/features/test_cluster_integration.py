@@ -13,7 +13,7 @@ from jobs.features.maven import kafka_connector_jar
 from jobs.localstack import Stack, StackSettings, flink_jobs
 from jobs.localstack.flink_cluster import rest_json
 from jobs.replay.run import ReplayOptions, run_replay
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from tests.conftest import REPO_ROOT, TopicFactory, free_port
 from tests.jobs.features.harness import JobTopics, changelog, run_bounded
 from tests.jobs.features.test_job_integration import as_set, topics_for
@@ -67,7 +67,7 @@ def test_cluster_run_equals_local_run(
 
     remote = JobTopics(local.source, local.source + "-cluster", local.source + "-cluster-dlq")
     jars = [kafka_connector_jar(settings.cache_dir), functions_jar(settings.cache_dir)]
-    archive = zip_packages(REPO_ROOT, ["jobs", "schemas"], tmp_path / "job.zip")
+    archive = zip_packages(REPO_ROOT, ["jobs", "schemas", "runtime"], tmp_path / "job.zip")
     jar_flags = [flag for jar in jars for flag in ("--jar", str(jar))]
     args = [*remote.args(), "--bounded", "--detach", "--window-mode", "every",
             "--bootstrap-servers", kafka.bootstrap_servers, "--parallelism", str(parallelism),

@@ -13,7 +13,7 @@ import subprocess
 import pytest
 from confluent_kafka import Producer
 
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from schemas.records import DeadLetter
 from tests.conftest import TopicFactory
 from tests.jobs.features.harness import JobTopics, dead_letters, kill, read_all, start

@@ -13,12 +13,12 @@ from confluent_kafka import Producer
 
 from jobs.datasets import RowAudit
 from jobs.features.checkpoints import latest_checkpoint
-from jobs.features.reference import category_windows, item_windows, user_recent, user_windows
 from jobs.replay.run import ReplayOptions, replay_events, run_replay
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec
 from schemas.features import FeatureUpdate
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
+from schemas.reference import category_windows, item_windows, user_recent, user_windows
 from tests.conftest import TopicFactory
 from tests.jobs.features.harness import (
     ChangelogTail,
@@ -29,8 +29,8 @@ from tests.jobs.features.harness import (
     start,
 )
 from tests.jobs.features.test_job_integration import SPEC, as_set, topics_for
-from tests.jobs.features.test_reference import MIN, T
-from tests.schemas.test_consumer_integration import BAD_INPUTS, EXPECTED_KIND
+from tests.runtime.test_consumer_integration import BAD_INPUTS, EXPECTED_KIND
+from tests.schemas.test_reference import MIN, T
 
 pytestmark = pytest.mark.integration
 # These tests follow single windows through the watermark, a kill and a restore: every

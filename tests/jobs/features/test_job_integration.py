@@ -8,7 +8,14 @@ import msgspec
 import pytest
 
 from jobs.datasets import RowAudit, read_dataset
-from jobs.features.reference import (
+from jobs.features.settings import FeatureJobSettings
+from jobs.replay.producer import KeyedProducer, user_key
+from jobs.replay.run import ReplayOptions, run_replay
+from runtime.kafka import KafkaSettings
+from schemas.codec import event_codec
+from schemas.features import FeatureUpdate, pack_event
+from schemas.records import BehaviorEvent
+from schemas.reference import (
     WindowSpec,
     category_windows,
     changed_windows,
@@ -17,17 +24,10 @@ from jobs.features.reference import (
     user_recent,
     user_windows,
 )
-from jobs.features.settings import FeatureJobSettings
-from jobs.replay.producer import KeyedProducer, user_key
-from jobs.replay.run import ReplayOptions, run_replay
-from schemas.codec import event_codec
-from schemas.features import FeatureUpdate, pack_event
-from schemas.kafka import KafkaSettings
-from schemas.records import BehaviorEvent
 from tests.conftest import TopicFactory
 from tests.jobs.features import oracle
 from tests.jobs.features.harness import JobTopics, changelog, dead_letters, run_bounded
-from tests.jobs.features.test_reference import EVENTS, MIN, T
+from tests.schemas.test_reference import EVENTS, MIN, T
 
 pytestmark = pytest.mark.integration
 

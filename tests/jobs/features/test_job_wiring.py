@@ -19,7 +19,7 @@ from jobs.features.job import build, flink_config, jvm_args
 from jobs.features.maven import kafka_connector_jar
 from jobs.features.metrics import FACTORY
 from jobs.features.settings import FeatureJobSettings
-from schemas.settings import SettingsError, cache_dir
+from runtime.settings import SettingsError, cache_dir
 from tests.security.listeners import listeners_of
 
 

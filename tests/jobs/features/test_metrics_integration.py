@@ -1,6 +1,6 @@
 """The local run's Flink metrics, scraped over HTTP as Prometheus does, count each event once.
 
-The dashboard's expressions (README, "Flink's metrics") rest on what this reads: the
+The dashboard's expressions (docs/operations.md, "Metrics") rest on what this reads: the
 source operator's counters see each event once, where a sum over every task sees it
 once per task it passes; the changelog writers' counters equal the rows on the topic.
 """
@@ -15,13 +15,13 @@ from collections.abc import Callable
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from schemas.records import BEHAVIORS, BehaviorEvent
 from tests.conftest import TopicFactory, free_port
 from tests.docker.metric_names import FLINK_METRICS
 from tests.jobs.features import harness
 from tests.jobs.features.test_job_integration import produce, topics_for
-from tests.jobs.features.test_reference import MIN, T
+from tests.schemas.test_reference import MIN, T
 from tests.security.listeners import descendants, exposed, listeners_of
 
 pytestmark = pytest.mark.integration
@@ -56,7 +56,7 @@ def total(samples: Samples, name: str, where: Callable[[Labels], bool]) -> float
     return sum(value for labels, value in samples.get(name, []) if where(labels))
 
 
-# The README's PromQL label filters (PromQL anchors a regex at both ends, as fullmatch).
+# docs/operations.md's PromQL label filters (PromQL anchors a regex at both ends, as fullmatch).
 SOURCE = r"Source:.*"
 CHANGELOG_WRITER = r".+_sink_[0-9]+_:_Writer"
 DEAD_LETTER_WRITER = r"dead_letter_sink_.*"

@@ -8,12 +8,12 @@ import sys
 
 import pytest
 
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 from tests.conftest import REPO_ROOT, TopicFactory
 from tests.feature_repo.applied import AppliedRepo, feast_repo
 from tests.jobs.features.harness import read_all, run_bounded
 from tests.jobs.features.test_job_integration import produce, topics_for
-from tests.jobs.features.test_reference import EVENTS, MIN, T
+from tests.schemas.test_reference import EVENTS, MIN, T
 
 pytestmark = pytest.mark.integration
 __all__ = ["feast_repo"]

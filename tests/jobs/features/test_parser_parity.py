@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given
 
 from jobs.features.functions_jar import functions_jar
+from runtime.settings import cache_dir
 from schemas.codec import event_codec
 from schemas.errors import InvalidRecord
-from schemas.settings import cache_dir
 from tests.schemas.test_codec_fuzz import FUZZ
 from tests.support.poison import NOW_MS, SKEW_MS, poisoned_events
 

@@ -15,9 +15,9 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec
 from schemas.errors import InvalidRecord
-from schemas.kafka import KafkaSettings
 from tests.conftest import TopicFactory
 from tests.jobs.features.harness import dead_letters, kill, start
 from tests.jobs.features.test_job_faults_integration import wait_until

@@ -11,7 +11,7 @@ from jobs.features.dead_letter_sql import RESERVE_BYTES, original_budget_chars, 
 from jobs.features.functions_jar import source_digest
 from jobs.features.settings import FeatureJobSettings, env_overrides
 from jobs.features.sql import EVENTS_VIEW, insert_statements, interval, statements
-from schemas.kafka import DEAD_LETTER_MAX_BYTES, dead_letter_spec
+from runtime.kafka import DEAD_LETTER_MAX_BYTES, dead_letter_spec
 
 
 def test_interval_literals_keep_milliseconds() -> None:

@@ -8,13 +8,13 @@ import time
 import pytest
 from confluent_kafka import Producer
 
+from runtime.kafka import KafkaSettings
 from schemas.features import UserRecentEvents, pack_event
-from schemas.kafka import KafkaSettings
 from tests.conftest import TopicFactory
 from tests.jobs.features.harness import changelog, kill, start
 from tests.jobs.features.test_job_faults_integration import event, send, wait_until
 from tests.jobs.features.test_job_integration import topics_for
-from tests.jobs.features.test_reference import MIN, T
+from tests.schemas.test_reference import MIN, T
 
 pytestmark = pytest.mark.integration
 

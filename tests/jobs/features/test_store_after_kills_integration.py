@@ -25,9 +25,9 @@ from confluent_kafka import Producer
 from jobs.datasets import RowAudit
 from jobs.feature_writer.covisit import NEIGHBOURS
 from jobs.replay.run import ReplayOptions, replay_events, run_replay
+from runtime.kafka import KafkaSettings
+from runtime.online.connect import OnlineClient, connect
 from schemas.codec import event_codec
-from schemas.kafka import KafkaSettings
-from schemas.online.connect import OnlineClient, connect
 from tests.conftest import REPO_ROOT, Endpoints, TopicFactory
 from tests.jobs.features.harness import JobTopics, changelog, kill, read_all, start
 from tests.jobs.features.test_job_faults_integration import (

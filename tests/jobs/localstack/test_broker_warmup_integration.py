@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from jobs.localstack.broker_warmup import warm_broker
-from schemas.kafka import KafkaSettings
+from runtime.kafka import KafkaSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

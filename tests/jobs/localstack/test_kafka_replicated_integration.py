@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 from jobs.localstack import Stack, StackSettings, process
 from jobs.localstack.kafka_broker import KafkaService
 from jobs.localstack.settings import HOST, KAFKA_NODE_PORT_STEP
-from schemas.kafka import KafkaSettings, TopicSpec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, ensure_topics
 from tests.conftest import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]

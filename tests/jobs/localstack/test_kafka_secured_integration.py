@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 from jobs.localstack import Stack, StackSettings
 from jobs.localstack.credentials import ensure_credentials
 from jobs.localstack.kafka_broker import KafkaService, client_properties
-from schemas.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
+from runtime.kafka import KafkaSettings, TopicSpec, dead_letter_spec, ensure_topics
 from schemas.topics import REC_REQUESTS, RECOMMENDATIONS, USER_BEHAVIOR, dead_letter_topic
 from tests.conftest import REPO_ROOT, free_port
 

@@ -14,7 +14,7 @@ from jobs.localstack.observe import wait_scraped
 from jobs.localstack.prometheus_server import PrometheusService
 from jobs.localstack.settings import StackSettings
 from jobs.localstack.stack import Stack
-from schemas.metrics_server import serve_registry
+from runtime.metrics_server import serve_registry
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.integration

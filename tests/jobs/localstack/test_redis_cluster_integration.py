@@ -9,7 +9,7 @@ import pytest
 
 from jobs.localstack import Stack, process
 from jobs.localstack.redis_cluster import is_formed
-from schemas.online.connect import connect
+from runtime.online.connect import connect
 from tests.support.redis_cluster import masters, node_client
 from tests.support.stacks import own_stack_settings
 

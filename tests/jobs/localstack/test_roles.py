@@ -12,7 +12,7 @@ from jobs.localstack.credentials import ensure_credentials
 from jobs.localstack.errors import StackError
 from jobs.localstack.roles import ROLES, role_env
 from jobs.localstack.settings import StackSettings
-from schemas.settings import parse_properties
+from runtime.settings import parse_properties
 
 
 def _settings(tmp_path: Path, secure: bool) -> StackSettings:

@@ -28,8 +28,8 @@ from jobs.localstack.redis_acl import grant_project
 from jobs.localstack.redis_server import redis_url_for
 from jobs.localstack.tls import TlsFiles
 from jobs.localstack.triton_server import control_env, inference_env
-from schemas.online.covisit import Visit, read_neighbours
-from schemas.online.redis_store import OnlineStoreWriter, read_rows
+from runtime.online.redis_store import OnlineStoreWriter, read_neighbours, read_rows
+from schemas.online.covisit import Visit
 from schemas.views import PROJECT, USER_CLICK_WINDOW
 from tests.jobs.feature_writer.samples import T0, item_window, user_window
 from tests.support.stacks import own_stack_settings

@@ -10,8 +10,8 @@ from confluent_kafka import Producer
 from jobs.outcomes.loop import OutcomeLoop
 from jobs.outcomes.metrics import OutcomeMetrics
 from jobs.outcomes.settings import OutcomeSettings
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec, recommendation_codec
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent, RecItem, Recommendation
 from tests.conftest import TopicFactory
 

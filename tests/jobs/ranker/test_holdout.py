@@ -49,8 +49,9 @@ def test_data_within_one_day_is_cut_at_the_event_itself() -> None:
     assert cutoff == ts[90]  # the first of the last 10 events
 
 
-def _movielens_folder(folder: Path, months: int = 7) -> Path:
-    """A MovieLens-format folder: 40 users rating 60 movies over ``months`` months."""
+def _movielens_folder(folder: Path, months: int = 7, sessions: bool = True) -> Path:
+    """A MovieLens-format folder: 40 users rating 60 movies over ``months`` months, in
+    sessions of ten ratings a minute apart (as people rate), or at random times."""
     rng = np.random.default_rng(3)
     folder.mkdir()
     with (folder / "movies.csv").open("w", newline="") as handle:
@@ -63,9 +64,14 @@ def _movielens_folder(folder: Path, months: int = 7) -> Path:
         writer = csv.writer(handle)
         writer.writerow(["userId", "movieId", "rating", "timestamp"])
         for user in range(1, 41):
-            for movie in rng.choice(60, size=30, replace=False) + 1:
+            at = start
+            for n, movie in enumerate(rng.choice(60, size=30, replace=False) + 1):
                 rating = rng.choice([3.0, 4.0, 4.5, 5.0])
-                writer.writerow([user, movie, rating, start + int(rng.integers(0, span))])
+                if sessions and n % 10:
+                    at += 60
+                else:
+                    at = start + int(rng.integers(0, span))
+                writer.writerow([user, movie, rating, at])
     return folder
 
 
@@ -81,13 +87,21 @@ def test_a_seven_month_movielens_folder_splits_and_trains_with_defaults(tmp_path
         assert main([*argv, "--epochs", "1", "--dim", "8"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["split"]["cutoff_ms"] == info["cutoff_ms"]
-    assert printed.getvalue().strip().splitlines()[-1].startswith("RESULT auc=")
+    assert printed.getvalue().strip().splitlines()[-1].startswith("RESULT hit_at_10=")
+
+
+def test_ratings_with_no_next_item_within_the_horizon_are_too_sparse_and_say_so(
+    tmp_path: Path,
+) -> None:
+    folder = _movielens_folder(tmp_path / "ml-scattered", sessions=False)
+    with pytest.raises(TrainingDataError, match="too small or too sparse to train on"):
+        build_split(TrainSettings(dataset="movielens", file=folder), report=lambda _: None)
 
 
 def test_an_explicit_holdout_longer_than_the_data_says_its_span_and_what_to_set(
     tmp_path: Path,
 ) -> None:
-    folder = _movielens_folder(tmp_path / "ml-7-months")
+    folder = _movielens_folder(tmp_path / "ml-7-months", sessions=False)
     settings = TrainSettings(dataset="movielens", file=folder, holdout_days=365)
     with pytest.raises(TrainingDataError) as raised:
         build_split(settings, report=lambda _: None)

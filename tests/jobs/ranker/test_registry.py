@@ -19,7 +19,8 @@ from jobs.ranker.registry import (
 )
 from jobs.ranker.report import result_line
 from jobs.ranker.settings import TrainSettings, load_settings
-from schemas.model_registry import DEFAULT_TRACKING_URI
+from runtime.model_registry import DEFAULT_TRACKING_URI
+from tests.support.training_metrics import training_metrics
 
 
 def _write(path: Path, text: str) -> None:
@@ -66,25 +67,13 @@ def test_the_code_revision_is_the_checkouts_commit_or_nothing(tmp_path: Path) ->
     assert git_revision(tmp_path) == ""  # not a checkout
 
 
-def _metrics() -> dict[str, object]:
-    methods = ("model", "popularity", "recently clicked", "covisitation")
-    return {
-        "served_variant": "int8",
-        "variants": [{"variant": "fp32", "auc": 0.9}, {"variant": "int8", "auc": 0.89}],
-        "model": {"auc": 0.91, "recall_at_50": 0.7},
-        "baselines": {"popularity": {"auc": 0.6}, "covisitation": {"auc": 0.8}},
-        "catalogue": {m: {"recall_at_50": 0.1, "ndcg_at_10": 0.05} for m in methods},
-        "split": {"full_eval_unseen": 12, "full_eval_rows": 500},
-    }
-
-
 def test_every_result_line_key_becomes_a_metric() -> None:
-    line = result_line(_metrics())
+    line = result_line(training_metrics())
     metrics = result_metrics(line)
     assert list(metrics) == [word.split("=")[0] for word in line.split()[1:]]
-    assert metrics["auc"] == pytest.approx(0.91)
+    assert metrics["hit_at_10"] == pytest.approx(0.4)
     assert metrics["served_variant_auc"] == pytest.approx(0.89)
-    assert metrics["unseen_positives"] == 12.0
+    assert metrics["beats_recall_order"] == 1.0 and metrics["eval_rows"] == 500.0
     with pytest.raises(ValueError, match="not a RESULT line"):
         result_metrics("auc=0.5")
 
@@ -103,7 +92,7 @@ def test_params_are_every_setting_and_the_lineage(tmp_path: Path) -> None:
     _write(data, "1,2,3,pv,1511544070\n")
     settings = TrainSettings(dataset="taobao-9days", file=data, out=tmp_path / "out")
     params = settings_params(settings)
-    assert params["dataset"] == "taobao-9days" and params["epochs"] == "3"
+    assert params["dataset"] == "taobao-9days" and params["epochs"] == "8"
     assert params["file"] == str(data) and params["register"] == "False"
     lineage = Lineage.of(settings)
     assert lineage.dataset_sha256 == content_hash(data)

@@ -35,7 +35,7 @@ def test_help_lists_the_flags() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "jobs.ranker", "--help"], capture_output=True, text=True, check=True
     )
-    for flag in ("--dataset", "--out", "--epochs", "--seed", "--negatives", "--max-train-rows"):
+    for flag in ("--dataset", "--out", "--epochs", "--seed", "--max-train-rows", "--max-eval-rows"):
         assert flag in done.stdout
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from jobs.features.reference import WindowSpec, item_windows, user_windows
 from jobs.ranker.events import BEHAVIOR_CODES, I8, I64
 from jobs.ranker.windows import (
     WindowCounter,
@@ -16,6 +15,7 @@ from jobs.ranker.windows import (
 from schemas.features import conversion
 from schemas.ranking import item_dense_vector, user_dense_vector
 from schemas.records import Behavior, BehaviorEvent
+from schemas.reference import WindowSpec, item_windows, user_windows
 from schemas.windows import SLIDE_MS, WINDOW_MS
 
 BEHAVIORS: tuple[Behavior, ...] = ("pv", "cart", "fav", "buy")

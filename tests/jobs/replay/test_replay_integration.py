@@ -13,8 +13,8 @@ from jobs.replay.producer import KeyedProducer
 from jobs.replay.readback import high_watermarks, read_range
 from jobs.replay.run import ReplayOptions, run_replay
 from jobs.replay.verify import Consumed, compare
+from runtime.kafka import LOG_APPEND_TIME, KafkaSettings
 from schemas.codec import event_codec, request_codec
-from schemas.kafka import LOG_APPEND_TIME, KafkaSettings
 from tests.conftest import TopicFactory
 from tests.support import requirements
 

@@ -9,8 +9,8 @@ from confluent_kafka import Producer
 
 from jobs.datasets import RowAudit, read_dataset
 from jobs.retrain.export import export_window
+from runtime.kafka import KafkaSettings
 from schemas.codec import event_codec
-from schemas.kafka import KafkaSettings
 from schemas.records import BehaviorEvent
 from tests.conftest import TopicFactory
 

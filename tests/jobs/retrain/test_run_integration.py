@@ -11,8 +11,8 @@ import pytest
 from jobs.retrain.policy import Decision
 from jobs.retrain.run import Retrainer
 from jobs.retrain.settings import RetrainSettings
-from schemas.kafka import KafkaSettings
-from schemas.model_registry import RegistryClient
+from runtime.kafka import KafkaSettings
+from runtime.model_registry import RegistryClient
 from tests.conftest import TopicFactory
 from tests.inference.worker.world import stream_events
 from tests.support.events import produce_timed
