@@ -42,6 +42,7 @@ from inference.worker.scoring import Breaker
 from inference.worker.settings import WorkerSettings
 from inference.worker.shared_rows import SharedRows
 from schemas.candidates import HistoryTouch, RequestState, candidate_input
+from schemas.online.history import fold_fresh_touches
 from schemas.ranking import ITEM_DENSE_FEATURES
 from schemas.recall import (
     Candidate,
@@ -292,7 +293,7 @@ class BatchPreparer:
                     trend=trend_items([tops[c] for c in cats], trend_limit),
                     covisit=covisit_items(neighbours, limit, user.excluded),
                     covisit_scores=covisit_totals(neighbours, user.excluded),
-                    history=history,
+                    history=fold_fresh_touches(history, user.items, user.event_ts),
                 )
             )
         return out

@@ -95,3 +95,27 @@ def history_order(history: dict[int, tuple[int, int]]) -> History:
     by the item's decimal id descending as bytes, at most :data:`HISTORY_ITEMS`."""
     ordered = sorted(history.items(), key=lambda kv: (kv[1][0], str(kv[0]).encode()), reverse=True)
     return [Touched(item, ts, count) for item, (ts, count) in ordered[:HISTORY_ITEMS]]
+
+
+def fold_fresh_touches(history: History, items: Sequence[int], event_ts: Sequence[int]) -> History:
+    """``history`` with the fresh view's touches it does not hold yet (pure).
+
+    The writer updates the history in the pipeline that writes the fresh view, so
+    when the store is behind and the worker folds the trigger into the fresh view
+    (``inference.worker.freshness``), the history lacks it, and any touch whose
+    write has not landed. Training replays the store with every touch applied, so
+    the ranker's history features (``schemas.candidates``) read it complete; this
+    fold gives the worker the same. Because a touch
+    only ever raises an item's time (``ZADD GT``), a fresh event newer than its
+    item's time in the history is one the history has not counted: it raises the
+    time and adds one to the count. A history that holds them all is returned as
+    it is, so a caught-up store and the replay read the same.
+    """
+    merged = {touch.item_id: (touch.last_ts, touch.count) for touch in history}
+    folded = False
+    for item, ts in zip(items, event_ts, strict=False):
+        held = merged.get(item)
+        if held is None or ts > held[0]:
+            merged[item] = (ts, (held[1] if held else 0) + 1)
+            folded = True
+    return history_order(merged) if folded else list(history)

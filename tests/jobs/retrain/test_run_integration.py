@@ -18,8 +18,7 @@ from tests.inference.worker.world import stream_events
 from tests.support.events import produce_timed
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
-TRAIN_ARGS = ("--max-train-rows 2000 --max-eval-rows 200 --epochs 1 --dim 8 "
-              "--full-eval-rows 20 --threads 1")  # fmt: skip
+TRAIN_ARGS = "--max-train-rows 0 --max-eval-rows 200 --epochs 1 --dim 8 --threads 1"
 
 
 def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candidate(
@@ -31,7 +30,7 @@ def test_sustained_drift_retrains_on_the_recent_events_and_registers_the_candida
 ) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_registry)
     topic = topic_factory(partitions=2)
-    events = stream_events(30_000)  # ending a minute ago
+    events = stream_events(60_000)  # ending a minute ago; enough lists for the ranker
     produce_timed(kafka, topic, events)
     end_ms = max(e.ts for e in events) + 1
     first_half = events[len(events) // 2].ts
