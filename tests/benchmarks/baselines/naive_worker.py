@@ -165,10 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _item_dense_only(items: Sequence[Any]) -> npt.NDArray[np.float32]:
     """The item windows, and zeros for the request-state features this naive worker does
     not compute: it measures the cost of the roundtrips, not the answers' quality."""
@@ -177,3 +173,7 @@ def _item_dense_only(items: Sequence[Any]) -> npt.NDArray[np.float32]:
         len(items), len(ITEM_DENSE_FEATURES)
     )
     return dense
+
+
+if __name__ == "__main__":
+    sys.exit(main())
