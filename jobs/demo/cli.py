@@ -47,7 +47,7 @@ from jobs.demo.loop import (
     wait_until_quiet,
     warm_up,
 )
-from jobs.demo.outcome import judge, outcome_lines
+from jobs.demo.outcome import judge, outcome_lines, outcome_result
 from jobs.demo.processes import running
 from jobs.demo.services import (
     SERVED_MODEL,
@@ -261,4 +261,5 @@ def main(argv: list[str] | None = None) -> int:
         and counts["user_recent"] == len(consumed)
     )
     print("PASS: the whole loop answered every request once" if ok else "FAIL")
+    print(outcome_result(outcome))
     return 0 if ok else 1

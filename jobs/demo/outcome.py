@@ -162,3 +162,15 @@ def outcome_lines(outcome: LoopOutcome) -> list[str]:
         reasons = ", ".join(f"{r}={n}" for r, n in outcome.degraded_reasons.most_common())
         rows.append(("degraded because", reasons))
     return [f"{label:<32}{value}" for label, value in rows]
+
+
+def outcome_result(outcome: LoopOutcome) -> str:
+    """The RESULT line of a run: the whole run's request→answer spread, the warm p99 and
+    the error rate in percent (``make RECORD=1 demo`` keeps it in docs/results.jsonl)."""
+    latency = outcome.latency_ms
+    figures = [f"{k}_ms={latency[k]:.0f}" for k in ("p50", "p95", "p99") if k in latency]
+    if "p99" in outcome.warm_latency_ms:
+        figures.append(f"warm_p99_ms={outcome.warm_latency_ms['p99']:.0f}")
+    figures.append(f"error_rate_pct={outcome.error_rate * 100:.4f}")
+    figures.append(f"requests={outcome.requests}")
+    return "RESULT " + " ".join(figures)

@@ -8,6 +8,7 @@ from jobs.demo.outcome import (
     after_warm_up,
     judge,
     outcome_lines,
+    outcome_result,
     p99_by_slice,
     percentiles,
 )
@@ -99,3 +100,14 @@ def test_answers_are_counted_by_whether_their_features_had_the_trigger() -> None
     assert outcome.trigger_features == {"folded": 2, "store": 1}
     lines = "\n".join(outcome_lines(outcome))
     assert "trigger click in features       folded=2, store=1" in lines
+
+
+def test_the_result_line_carries_the_spread_and_the_error_rate() -> None:
+    outcome = judge(
+        [asked("a", 1_000), asked("b", 1_000), asked("c", 1_000), asked("d", 1_000)],
+        [answered("a", 1_010), answered("b", 1_020), answered("c", 1_040, degraded=True)],
+    )
+    # 3 answered of 4: one missing, one degraded; latencies 10, 20, 40 ms.
+    assert outcome_result(outcome) == (
+        "RESULT p50_ms=20 p95_ms=40 p99_ms=40 error_rate_pct=50.0000 requests=4"
+    )
