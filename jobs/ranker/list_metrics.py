@@ -12,7 +12,7 @@ are left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,27 +61,23 @@ class PerRequest:
 def judge(
     requests: Sequence[ReplayedRequest], scores: Sequence[Sequence[float]], min_new: int
 ) -> PerRequest:
-    hits, gains, new_hits = [], [], []
-    for request, row in zip(requests, scores, strict=True):
-        if not request.truth:
-            continue
-        top = answer(request, row, min_new)
-        relevant = [item in request.truth for item in top]
-        ideal = sum(1.0 / math.log2(r + 2) for r in range(min(K, len(request.truth))))
-        hits.append(float(any(relevant)))
-        gains.append(sum(1.0 / math.log2(r + 2) for r, hit in enumerate(relevant) if hit) / ideal)
-        new = request.new_truth
-        new_hits.append(float(any(item in new for item in top)) if new else math.nan)
-    return PerRequest(np.asarray(hits), np.asarray(gains), np.asarray(new_hits))
+    return _judged(
+        (request, answer(request, row, min_new))
+        for request, row in zip(requests, scores, strict=True)
+        if request.truth
+    )
 
 
 def judge_fixed(requests: Sequence[ReplayedRequest], items: Sequence[int]) -> PerRequest:
     """The same answer for every request (``popular``: the model's popular list)."""
     top = list(items[:K])
+    return _judged((request, top) for request in requests if request.truth)
+
+
+def _judged(answered: Iterable[tuple[ReplayedRequest, Sequence[int]]]) -> PerRequest:
+    """hit@K, NDCG@K and new-item hit@K of each (request with truth, its top items)."""
     hits, gains, new_hits = [], [], []
-    for request in requests:
-        if not request.truth:
-            continue
+    for request, top in answered:
         relevant = [item in request.truth for item in top]
         ideal = sum(1.0 / math.log2(r + 2) for r in range(min(K, len(request.truth))))
         hits.append(float(any(relevant)))
